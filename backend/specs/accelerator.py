@@ -1,0 +1,115 @@
+"""What an accelerator is: the systolic array, its memories, its energy table and its extensions.
+
+This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
+nothing but pydantic. Every field is a design-space dimension a user may sweep.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Dataflow = Literal["os", "ws", "is"]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EnergyTable(_Spec):
+    """Energy per access or operation in picojoules, for one 32-bit word.
+
+    Defaults: Horowitz, ISSCC 2014, 45 nm. A MAC is one FP multiply plus one FP add.
+    """
+
+    mac_mult: float = Field(3.7, ge=0, description="pJ per FP32 multiply in a PE")
+    mac_add: float = Field(0.9, ge=0, description="pJ per FP32 add in a PE")
+    register_file: float = Field(1.0, ge=0, description="pJ per 32-bit register-file access")
+    sram: float = Field(5.0, ge=0, description="pJ per 32-bit SRAM access (8 KB bank)")
+    dram: float = Field(640.0, ge=0, description="pJ per 32-bit DRAM access")
+    int_add: float = Field(0.1, ge=0, description="pJ per 32-bit integer add or compare")
+    int_mult: float = Field(3.1, ge=0, description="pJ per 32-bit integer multiply")
+
+
+class MercuryHardware(_Spec):
+    """The MCACHE that stores signatures with their computed results."""
+
+    enabled: bool = Field(True, description="whether the accelerator has an MCACHE")
+    mcache_entries: int = Field(1024, ge=1, le=1 << 20, description="MCACHE entries")
+    mcache_ways: int = Field(4, ge=1, le=64, description="MCACHE associativity (1 = direct-mapped)")
+    lookup_latency: int = Field(1, ge=0, le=64, description="cycles per signature lookup")
+    lookups_per_cycle: int = Field(1, ge=1, le=1024, description="lookup ports of the MCACHE")
+
+
+class ZeroSkipping(_Spec):
+    """A sparsity-aware dataflow that skips MACs whose streamed operand is zero."""
+
+    enabled: bool = Field(True, description="whether PEs skip zero operands")
+
+
+class GradientPredictorUnit(_Spec):
+    """The ADA-GP extension: a small unit that runs the gradient predictors."""
+
+    enabled: bool = Field(True, description="whether the accelerator has a predictor unit")
+    macs_per_cycle: int = Field(256, ge=1, le=1 << 20, description="predictor unit throughput")
+
+
+class AcceleratorConfig(_Spec):
+    """One accelerator design point."""
+
+    name: str = Field(
+        "custom", min_length=1, max_length=64, description="label for tables and charts"
+    )
+    rows: int = Field(32, ge=1, le=1024, description="systolic array rows (PEs)")
+    cols: int = Field(32, ge=1, le=1024, description="systolic array columns (PEs)")
+    dataflow: Dataflow = Field("os", description="output-, weight- or input-stationary")
+    ifmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="input-operand SRAM in KiB")
+    filter_sram_kib: int = Field(64, ge=1, le=1 << 20, description="weight-operand SRAM in KiB")
+    ofmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="output SRAM in KiB")
+    dram_bandwidth: float = Field(
+        8.0, gt=0, le=1 << 16, description="DRAM bandwidth in words per cycle"
+    )
+    word_bytes: int = Field(4, ge=1, le=8, description="bytes per operand word")
+    clock_mhz: float = Field(500.0, gt=0, le=10_000, description="clock frequency in MHz")
+    energy: EnergyTable = Field(default_factory=EnergyTable)
+    mercury: MercuryHardware = Field(default_factory=MercuryHardware)
+    zero_skipping: ZeroSkipping = Field(default_factory=ZeroSkipping)
+    gradient_predictor: GradientPredictorUnit = Field(default_factory=GradientPredictorUnit)
+
+
+PRESETS: dict[str, AcceleratorConfig] = {
+    "edge": AcceleratorConfig(
+        name="edge",
+        rows=16,
+        cols=16,
+        dataflow="os",
+        ifmap_sram_kib=32,
+        filter_sram_kib=32,
+        ofmap_sram_kib=16,
+        dram_bandwidth=4.0,
+        clock_mhz=200.0,
+    ),
+    "tpu-like": AcceleratorConfig(
+        name="tpu-like",
+        rows=128,
+        cols=128,
+        dataflow="ws",
+        ifmap_sram_kib=6144,
+        filter_sram_kib=6144,
+        ofmap_sram_kib=2048,
+        dram_bandwidth=32.0,
+        clock_mhz=700.0,
+    ),
+    "eyeriss-like": AcceleratorConfig(
+        name="eyeriss-like",
+        rows=12,
+        cols=14,
+        dataflow="os",
+        ifmap_sram_kib=108,
+        filter_sram_kib=108,
+        ofmap_sram_kib=108,
+        dram_bandwidth=4.0,
+        clock_mhz=200.0,
+    ),
+}

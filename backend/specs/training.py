@@ -1,0 +1,133 @@
+"""What a training is: the model, the data, the optimiser and the acceleration techniques.
+
+Shared by the API (validation, OpenAPI docs), the CLI and the worker's training engine. Every
+technique knob has the default documented in the papers' notes; a user may sweep any of them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ModelName = Literal["mlp", "lenet5", "vgg-small", "resnet8", "resnet20", "transformer-tiny"]
+DatasetName = Literal["digits", "mnist", "fashion-mnist", "idx-dir", "cifar10-dir"]
+MODEL_NAMES: tuple[str, ...] = ModelName.__args__  # type: ignore[attr-defined]
+DATASET_NAMES: tuple[str, ...] = DatasetName.__args__  # type: ignore[attr-defined]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrainingConfig(_Spec):
+    """One training: which network learns which data, and how."""
+
+    model: ModelName = Field("lenet5", description="network from the model zoo")
+    dataset: DatasetName = Field("digits", description="data set to train and test on")
+    dataset_path: str | None = Field(
+        None, description="folder of the data set, required for 'idx-dir' and 'cifar10-dir'"
+    )
+    width: int = Field(16, ge=1, le=512, description="base channel width for the CNNs")
+    epochs: int = Field(3, ge=1, le=200, description="passes over the training set")
+    batch_size: int = Field(64, ge=1, le=4096, description="mini-batch size")
+    optimizer: Literal["sgd", "adam"] = Field("sgd", description="weight optimiser")
+    learning_rate: float = Field(0.05, gt=0, le=10, description="optimiser learning rate")
+    momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum")
+    weight_decay: float = Field(0.0, ge=0, le=1, description="L2 weight decay")
+    train_samples: int | None = Field(
+        None, ge=1, description="use only the first N training images (None: all)"
+    )
+    test_samples: int | None = Field(
+        None, ge=1, description="use only the first N test images (None: all)"
+    )
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seed for weights, data order and noise")
+
+    @model_validator(mode="after")
+    def _path_for_folder_datasets(self) -> TrainingConfig:
+        if self.dataset in ("idx-dir", "cifar10-dir") and not self.dataset_path:
+            raise ValueError(f"dataset_path is required for dataset '{self.dataset}'")
+        return self
+
+
+class BaselineParams(_Spec):
+    """Plain training: every pass dense, nothing skipped."""
+
+    name: Literal["baseline"] = "baseline"
+
+
+class MercuryParams(_Spec):
+    """MERCURY: reuse results of input vectors with equal RPQ signatures (MCACHE)."""
+
+    name: Literal["mercury"] = "mercury"
+    signature_bits: int = Field(16, ge=1, le=64, description="initial signature length k0")
+    bits_step: int = Field(4, ge=0, le=32, description="bits added when loss stalls (k_step)")
+    max_bits: int = Field(32, ge=1, le=64, description="upper bound on signature length (k_max)")
+    min_improvement: float = Field(
+        0.01, ge=0, le=1, description="relative validation-loss gain below which bits are added"
+    )
+    min_hit_rate: float = Field(
+        0.05, ge=0, le=1, description="a layer whose hit rate falls below this turns reuse off"
+    )
+    cache: Literal["unbounded", "direct", "set-associative"] = Field(
+        "set-associative", description="MCACHE model"
+    )
+    cache_entries: int = Field(1024, ge=1, le=1 << 20, description="MCACHE entries per layer")
+    cache_ways: int = Field(4, ge=1, le=64, description="ways of the set-associative MCACHE")
+    backward_reuse: bool = Field(True, description="reuse the hit map in BWD-WEIGHT")
+    adaptive: bool = Field(True, description="grow signatures and switch layers off adaptively")
+    excluded_layers: list[str] = Field(default_factory=list, description="layers never reused")
+
+    @model_validator(mode="after")
+    def _bits_bounds(self) -> MercuryParams:
+        if self.max_bits < self.signature_bits:
+            raise ValueError("max_bits must be at least signature_bits")
+        if self.cache == "set-associative" and self.cache_entries % self.cache_ways:
+            raise ValueError("cache_entries must be a multiple of cache_ways")
+        return self
+
+
+class AdaGPParams(_Spec):
+    """ADA-GP: alternate backpropagated and predicted gradients, adaptively."""
+
+    name: Literal["adagp"] = "adagp"
+    warmup_epochs: int = Field(1, ge=0, le=100, description="epochs of backprop only")
+    bp_batches: int = Field(1, ge=1, le=1000, description="BP batches per BP/GP cycle")
+    gp_batches: int = Field(2, ge=0, le=1000, description="initial GP batches per cycle")
+    min_gp_batches: int = Field(1, ge=0, le=1000, description="lower bound on the GP run")
+    max_gp_batches: int = Field(8, ge=0, le=1000, description="upper bound on the GP run")
+    cos_high: float = Field(0.6, ge=-1, le=1, description="cosine above which GP runs lengthen")
+    cos_low: float = Field(0.3, ge=-1, le=1, description="cosine below which GP runs shorten")
+    predictor_hidden: int = Field(64, ge=1, le=4096, description="hidden units per predictor")
+    predictor_lr: float = Field(1e-3, gt=0, le=1, description="Adam learning rate of predictors")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AdaGPParams:
+        if not self.min_gp_batches <= self.gp_batches <= self.max_gp_batches:
+            raise ValueError("need min_gp_batches <= gp_batches <= max_gp_batches")
+        if self.cos_low > self.cos_high:
+            raise ValueError("cos_low must not exceed cos_high")
+        return self
+
+
+class SparseTrainParams(_Spec):
+    """SparseTrain: stochastic pruning of output gradients, zero-skipping dataflow."""
+
+    name: Literal["sparsetrain"] = "sparsetrain"
+    prune_rate: float = Field(
+        0.9, ge=0, lt=1, description="target pruning rate p (not the realised sparsity)"
+    )
+    excluded_layers: list[str] = Field(default_factory=list, description="layers never pruned")
+
+
+AnyTechnique = BaselineParams | MercuryParams | AdaGPParams | SparseTrainParams
+TechniqueParams = Annotated[AnyTechnique, Field(discriminator="name")]
+TECHNIQUE_NAMES: tuple[str, ...] = ("baseline", "mercury", "adagp", "sparsetrain")
+
+
+def technique_label(
+    techniques: list[BaselineParams | MercuryParams | AdaGPParams | SparseTrainParams],
+) -> str:
+    """'mercury+sparsetrain' for a composed run, 'baseline' for none."""
+    names = sorted({t.name for t in techniques if t.name != "baseline"})
+    return "+".join(names) if names else "baseline"

@@ -1,0 +1,131 @@
+"""A training workload as the simulator sees it: GEMMs with what the techniques measured on them.
+
+The training engine fills these in from what a real training did; the simulator turns them into
+cycles, memory traffic and energy. Every GEMM multiplies A (m x k) by B (k x n), the convention of
+SCALE-Sim: for a convolution m = output pixels of the whole mini-batch, k = C*R*S (one im2col
+window) and n = output channels.
+
+A workload is stored once per training and re-simulated on any accelerator, so everything here
+is plain data that survives a round trip through JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any, Literal
+
+import numpy as np
+
+
+class TrainingPass(StrEnum):
+    FWD = "fwd"  # y = W x
+    BWD_DATA = "bwd_data"  # dx = W^T dy
+    BWD_WEIGHT = "bwd_weight"  # dW = dy x^T
+
+
+GemmRole = Literal["compute", "overhead"]
+
+
+@dataclass
+class GemmOp:
+    """One GEMM of one training pass of one layer, aggregated over the whole training.
+
+    `executions` counts the mini-batches in which this GEMM ran; the workload's `iterations`
+    counts all mini-batches, so a pass skipped by ADA-GP's predicted-gradient steps has
+    executions < iterations. Densities and reuse fractions are means over the executions.
+    """
+
+    layer: str
+    pass_: TrainingPass
+    m: int
+    k: int
+    n: int
+    executions: int
+    role: GemmRole = "compute"
+    # Fraction of non-zero elements in A and B, measured (1.0 = dense).
+    density_a: float = 1.0
+    density_b: float = 1.0
+    # Non-zero count of each row of A and each column of B (i.e. along k), from one measured
+    # mini-batch, so zero-skipping cycles see the real load imbalance between PE rows/columns.
+    a_row_nnz: np.ndarray | None = None
+    b_col_nnz: np.ndarray | None = None
+    # MERCURY: fraction of A's rows whose output is copied from the MCACHE instead of computed.
+    reused_row_fraction: float = 0.0
+    # MERCURY BWD-WEIGHT: fraction of the k (reduction) dimension left after summing the rows
+    # of each hit group (k_effective = k * folded_k_fraction).
+    folded_k_fraction: float = 1.0
+    # Work outside the GEMM, per execution: e.g. "mcache_lookups", "mcache_writes",
+    # "result_copies" (words), "int_adds", "compares", "random_numbers", "weight_updates".
+    extra_ops: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value = encode_counts(value)
+            elif isinstance(value, TrainingPass):
+                value = value.value
+            elif isinstance(value, dict):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GemmOp:
+        values = dict(data)
+        values["pass_"] = TrainingPass(values["pass_"])
+        for name in ("a_row_nnz", "b_col_nnz"):
+            if values.get(name) is not None:
+                values[name] = decode_counts(values[name])
+        return cls(**values)
+
+
+@dataclass
+class Workload:
+    """Everything one training asked of an accelerator."""
+
+    model: str
+    dataset: str
+    batch_size: int
+    iterations: int
+    ops: list[GemmOp]
+    technique: str = "baseline"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "dataset": self.dataset,
+            "batch_size": self.batch_size,
+            "iterations": self.iterations,
+            "technique": self.technique,
+            "ops": [op.to_dict() for op in self.ops],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Workload:
+        return cls(
+            model=data["model"],
+            dataset=data["dataset"],
+            batch_size=data["batch_size"],
+            iterations=data["iterations"],
+            technique=data.get("technique", "baseline"),
+            ops=[GemmOp.from_dict(op) for op in data["ops"]],
+        )
+
+
+def encode_counts(counts: np.ndarray) -> dict[str, Any]:
+    """Pack an integer array as compressed base64 so a workload stays small in JSON."""
+    array = np.ascontiguousarray(counts, dtype="<u4")
+    packed = base64.b64encode(zlib.compress(array.tobytes(), 6)).decode("ascii")
+    return {"dtype": "<u4", "length": int(array.size), "zlib_b64": packed}
+
+
+def decode_counts(packed: dict[str, Any] | list[int]) -> np.ndarray:
+    if isinstance(packed, list):
+        return np.asarray(packed, dtype=np.int64)
+    raw = zlib.decompress(base64.b64decode(packed["zlib_b64"]))
+    return np.frombuffer(raw, dtype=packed["dtype"]).astype(np.int64)

@@ -27,6 +27,9 @@ class TrainingPass(StrEnum):
 
 
 GemmRole = Literal["compute", "overhead"]
+# Where an overhead GEMM runs: the systolic array, or ADA-GP's gradient predictor unit (when the
+# accelerator has one; otherwise the simulator runs it on the array).
+GemmUnit = Literal["array", "predictor"]
 
 
 @dataclass
@@ -60,6 +63,10 @@ class GemmOp:
     # Work outside the GEMM, per execution: e.g. "mcache_lookups", "mcache_writes",
     # "result_copies" (words), "int_adds", "compares", "random_numbers", "weight_updates".
     extra_ops: dict[str, float] = field(default_factory=dict)
+    # Independent GEMMs of this shape run back to back (grouped/depthwise convolutions, attention
+    # heads x batch); every count above is per group.
+    groups: int = 1
+    runs_on: GemmUnit = "array"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

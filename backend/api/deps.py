@@ -1,0 +1,35 @@
+"""Request-scoped dependencies: settings and a database session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from celery import Celery
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from backend.db.session import session_factory
+from backend.settings import Settings
+
+
+def get_settings_dep(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_celery(request: Request) -> Celery:
+    """The API's sender: same broker and serializer as the worker, no task code."""
+    return request.app.state.celery
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    session = session_factory(request.app.state.settings.effective_database_url)()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+DbSession = Annotated[Session, Depends(get_db)]
+CeleryDep = Annotated[Celery, Depends(get_celery)]

@@ -1,0 +1,303 @@
+"""The database schema: who submitted what, what ran, and what it measured.
+
+An experiment expands into runs (one design point each). Runs that share a model, data set,
+training config, technique set and seed share one *training*: the network is trained once and
+its stored workload is re-simulated for every accelerator config of the sweep.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# JSONB on PostgreSQL (indexable, comparable), plain JSON text elsewhere.
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JsonType, list[Any]: JsonType}
+
+
+def _now_column() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    display_name: Mapped[str] = mapped_column(String(120))
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = _now_column()
+
+    memberships: Mapped[list[TeamMembership]] = relationship(back_populates="user")
+
+
+class Team(Base):
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    created_at: Mapped[datetime] = _now_column()
+
+    memberships: Mapped[list[TeamMembership]] = relationship(
+        back_populates="team", cascade="all, delete-orphan"
+    )
+
+
+class TeamMembership(Base):
+    __tablename__ = "team_memberships"
+    __table_args__ = (UniqueConstraint("team_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16))  # owner | member | viewer
+    created_at: Mapped[datetime] = _now_column()
+
+    team: Mapped[Team] = relationship(back_populates="memberships")
+    user: Mapped[User] = relationship(back_populates="memberships")
+
+
+class ApiToken(Base):
+    """A personal API token; only its SHA-256 is stored, the token is shown once."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(120))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = _now_column()
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Experiment(Base):
+    __tablename__ = "experiments"
+    __table_args__ = (
+        Index("ix_experiments_owner_created", "owner_id", "created_at"),
+        Index("ix_experiments_team_created", "team_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
+    name: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    created_at: Mapped[datetime] = _now_column()
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
+    )
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    runs: Mapped[list[Run]] = relationship(back_populates="experiment")
+
+
+class Training(Base):
+    """One real training; its workload is simulated once per accelerator config."""
+
+    __tablename__ = "trainings"
+    __table_args__ = (
+        UniqueConstraint("experiment_id", "key"),
+        Index("ix_trainings_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(64))  # hash of the training-defining spec fields
+    technique: Mapped[str] = mapped_column(String(64))
+    technique_params: Mapped[list[Any]]
+    training_config: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    error: Mapped[str | None] = mapped_column(Text)
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    workload: Mapped[dict[str, Any] | None]
+    test_accuracy: Mapped[float | None] = mapped_column(Float)
+    test_loss: Mapped[float | None] = mapped_column(Float)
+    wall_seconds: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = _now_column()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    epochs: Mapped[list[EpochMetric]] = relationship(
+        back_populates="training", order_by="EpochMetric.epoch", cascade="all, delete-orphan"
+    )
+
+
+class Run(Base):
+    """One design point: a training simulated on one accelerator config."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_experiment_status", "experiment_id", "status"),
+        Index("ix_runs_technique", "technique"),
+        Index("ix_runs_model_dataset", "model", "dataset"),
+        Index("ix_runs_status_created", "status", "created_at"),
+        Index("ix_runs_speedup", "speedup"),
+        Index("ix_runs_accuracy", "accuracy"),
+        Index("ix_runs_training", "training_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    training_id: Mapped[int | None] = mapped_column(ForeignKey("trainings.id", ondelete="SET NULL"))
+    baseline_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    is_baseline: Mapped[bool] = mapped_column(Boolean, default=False)
+    technique: Mapped[str] = mapped_column(String(64))
+    technique_params: Mapped[list[Any]]
+    model: Mapped[str] = mapped_column(String(32))
+    dataset: Mapped[str] = mapped_column(String(32))
+    training_config: Mapped[dict[str, Any]]
+    accelerator_name: Mapped[str] = mapped_column(String(64))
+    accelerator_config: Mapped[dict[str, Any]]
+    params: Mapped[dict[str, Any]]  # the swept values that make this run, flat, for filtering
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    error: Mapped[str | None] = mapped_column(Text)
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = _now_column()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    # Summary metrics, real columns so they can be filtered, sorted and indexed.
+    accuracy: Mapped[float | None] = mapped_column(Float)
+    loss: Mapped[float | None] = mapped_column(Float)
+    total_cycles: Mapped[int | None] = mapped_column(BigInteger)
+    compute_cycles: Mapped[int | None] = mapped_column(BigInteger)
+    stall_cycles: Mapped[int | None] = mapped_column(BigInteger)
+    energy_pj: Mapped[float | None] = mapped_column(Float)
+    macs_algorithmic: Mapped[int | None] = mapped_column(BigInteger)
+    macs_actual: Mapped[int | None] = mapped_column(BigInteger)
+    macs_skipped: Mapped[int | None] = mapped_column(BigInteger)
+    macs_overhead: Mapped[int | None] = mapped_column(BigInteger)
+    dram_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    speedup: Mapped[float | None] = mapped_column(Float)
+    energy_ratio: Mapped[float | None] = mapped_column(Float)
+    summary: Mapped[dict[str, Any] | None]  # the simulator's totals, whole
+
+    experiment: Mapped[Experiment] = relationship(back_populates="runs")
+    layers: Mapped[list[LayerResult]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="LayerResult.position"
+    )
+
+
+class LayerResult(Base):
+    """The simulator's figures for one layer and one training pass of a run."""
+
+    __tablename__ = "layer_results"
+    __table_args__ = (UniqueConstraint("run_id", "position"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)  # order within the workload
+    layer: Mapped[str] = mapped_column(String(120))
+    training_pass: Mapped[str] = mapped_column(String(16))  # fwd | bwd_data | bwd_weight
+    role: Mapped[str] = mapped_column(String(16))  # compute | overhead
+    macs_algorithmic: Mapped[int] = mapped_column(BigInteger)
+    macs_actual: Mapped[int] = mapped_column(BigInteger)
+    macs_skipped: Mapped[int] = mapped_column(BigInteger)
+    macs_overhead: Mapped[int] = mapped_column(BigInteger)
+    compute_cycles: Mapped[int] = mapped_column(BigInteger)
+    stall_cycles: Mapped[int] = mapped_column(BigInteger)
+    total_cycles: Mapped[int] = mapped_column(BigInteger)
+    utilization: Mapped[float] = mapped_column(Float)
+    mapping_efficiency: Mapped[float] = mapped_column(Float)
+    dram_bytes: Mapped[int] = mapped_column(BigInteger)
+    energy_pj: Mapped[float] = mapped_column(Float)
+    details: Mapped[dict[str, Any]]  # SRAM/DRAM per operand, energy breakdown
+
+    run: Mapped[Run] = relationship(back_populates="layers")
+
+
+class EpochMetric(Base):
+    """What one epoch of a training measured."""
+
+    __tablename__ = "epoch_metrics"
+    __table_args__ = (UniqueConstraint("training_id", "epoch"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    training_id: Mapped[int] = mapped_column(ForeignKey("trainings.id", ondelete="CASCADE"))
+    epoch: Mapped[int] = mapped_column(Integer)
+    train_loss: Mapped[float | None] = mapped_column(Float)
+    train_accuracy: Mapped[float | None] = mapped_column(Float)
+    test_loss: Mapped[float | None] = mapped_column(Float)
+    test_accuracy: Mapped[float | None] = mapped_column(Float)
+    hit_rate: Mapped[float | None] = mapped_column(Float)
+    density_fwd: Mapped[float | None] = mapped_column(Float)
+    density_bwd: Mapped[float | None] = mapped_column(Float)
+    gp_fraction: Mapped[float | None] = mapped_column(Float)
+    cosine_similarity: Mapped[float | None] = mapped_column(Float)
+    seconds: Mapped[float | None] = mapped_column(Float)
+    per_layer: Mapped[dict[str, Any]]
+
+    training: Mapped[Training] = relationship(back_populates="epochs")
+
+
+class Dashboard(Base):
+    __tablename__ = "dashboards"
+    __table_args__ = (
+        Index("ix_dashboards_owner", "owner_id"),
+        Index("ix_dashboards_team", "team_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(16), primary_key=True)  # short random id
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
+    name: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]]  # selected runs, filters and charts
+    created_at: Mapped[datetime] = _now_column()
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
+    )
+
+
+class ShareLink(Base):
+    """A read-only link to one dashboard; only the token's SHA-256 is stored."""
+
+    __tablename__ = "share_links"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dashboard_id: Mapped[str] = mapped_column(
+        ForeignKey("dashboards.id", ondelete="CASCADE"), index=True
+    )
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = _now_column()
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,57 @@
+"""Celery configuration shared by the worker and the API's client.
+
+The API only *sends* tasks, by name, through a client app built from the same configuration; it
+never imports the worker package (and so never imports torch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+
+from backend.settings import Settings
+
+QUEUE = "orrery"
+
+
+class TaskName:
+    """Names of the worker's tasks: the only thing the API knows about them."""
+
+    PING = "orrery.ping"
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    # Training jobs run for minutes to hours, so a message is acknowledged only after the task
+    # finished (acks_late) and goes back to the queue if the worker process dies
+    # (reject_on_worker_lost). The broker must not hand an unacknowledged message to another
+    # worker while the first is still busy with it: Redis's visibility timeout is therefore
+    # longer than the hard time limit of any task.
+    visibility_timeout = settings.task_time_limit + 3600
+    return {
+        "broker_url": settings.effective_broker_url,
+        "result_backend": settings.effective_result_backend,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "result_accept_content": ["json"],
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_time_limit": settings.task_time_limit,
+        "task_soft_time_limit": settings.task_time_limit - 30,
+        "task_track_started": True,
+        "task_default_queue": QUEUE,
+        "broker_transport_options": {"visibility_timeout": visibility_timeout},
+        "result_backend_transport_options": {"visibility_timeout": visibility_timeout},
+        "broker_connection_retry_on_startup": True,
+        "result_expires": 7 * 24 * 3600,
+        "worker_hijack_root_logger": False,
+        "worker_max_tasks_per_child": 50,
+    }
+
+
+def make_celery(settings: Settings, name: str = "orrery") -> Celery:
+    app = Celery(name)
+    app.conf.update(celery_config(settings))
+    return app

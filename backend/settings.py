@@ -1,0 +1,75 @@
+"""One typed settings object for the API, the worker and the CLI.
+
+Every value can be set by an environment variable prefixed ``ORRERY_`` (``ORRERY_DATABASE_URL``,
+``ORRERY_BROKER_URL``, ...). With nothing set, Orrery runs on embedded defaults that need no
+server: a SQLite database and a SQLite-backed Celery broker, both files under the data dir.
+
+Why the SQLAlchemy transport for the embedded broker rather than kombu's filesystem transport:
+it stores messages in one transactional SQLite file that several worker processes can share
+safely, and it needs no extra directory layout or polling of many small files.
+"""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, computed_field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ORRERY_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Field(Path(".orrery"), description="where embedded files live")
+    database_url: str | None = Field(None, description="SQLAlchemy URL of the main database")
+    broker_url: str | None = Field(None, description="Celery broker URL")
+    result_backend: str | None = Field(None, description="Celery result store URL")
+    secret_key: str | None = Field(None, description="signs session cookies")
+
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+    task_time_limit: int = Field(6 * 3600, ge=60, description="hard limit of one task, seconds")
+    max_runs_per_experiment: int = Field(5000, ge=1)
+    worker_concurrency: int = Field(1, ge=1, description="training processes per worker")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir.resolve() / 'orrery.db'}"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def effective_broker_url(self) -> str:
+        return self.broker_url or f"sqla+sqlite:///{self.data_dir.resolve() / 'broker.db'}"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def effective_result_backend(self) -> str:
+        return self.result_backend or f"db+sqlite:///{self.data_dir.resolve() / 'results.db'}"
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.effective_database_url.startswith("sqlite")
+
+    def effective_secret_key(self) -> str:
+        """The configured key, or one generated once and kept in the data dir."""
+        if self.secret_key:
+            return self.secret_key
+        key_file = self.data_dir / "secret_key"
+        if not key_file.exists():
+            self.ensure_data_dir()
+            key_file.write_text(secrets.token_urlsafe(48))
+            key_file.chmod(0o600)
+        return key_file.read_text().strip()
+
+    def ensure_data_dir(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    settings = Settings()
+    settings.ensure_data_dir()
+    return settings

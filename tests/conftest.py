@@ -1,0 +1,127 @@
+"""Fixtures that give tests real services: a fresh PostgreSQL database, a Redis db, free ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from backend.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+POSTGRES_ADMIN_URL = os.environ.get(
+    "ORRERY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("ORRERY_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A brand-new, empty PostgreSQL database, dropped afterwards."""
+    name = f"orrery_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        from backend.db.session import engine_for
+
+        engine_for(url).dispose()
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def redis_db_url() -> Iterator[str]:
+    """A Redis database index of its own, emptied before and after."""
+    import redis
+
+    index = 1 + (os.getpid() % 14)
+    url = f"{REDIS_URL}/{index}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def embedded_settings(tmp_path: Path) -> Settings:
+    settings = Settings(data_dir=tmp_path / "data")
+    settings.ensure_data_dir()
+    return settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(
+    url: str, timeout: float = 60.0, process: subprocess.Popen | None = None
+) -> httpx.Response:
+    """Poll a URL until it answers 200; fail early if the process serving it has died."""
+    deadline = time.monotonic() + timeout
+    last_error = "no answer"
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"server exited with {process.returncode} before answering")
+        try:
+            response = httpx.get(url, timeout=5)
+            if response.status_code == 200:
+                return response
+            last_error = f"HTTP {response.status_code}: {response.text[:200]}"
+        except httpx.HTTPError as exc:
+            last_error = repr(exc)
+        time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer 200 within {timeout}s: {last_error}")
+
+
+def orrery_env(**overrides: str) -> dict[str, str]:
+    """The test process's environment without any ORRERY_ setting, plus the given ones."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORRERY_")}
+    env.update(overrides)
+    return env
+
+
+def start_worker(env: dict[str, str], cwd: Path) -> subprocess.Popen:
+    """A real Celery worker process running Orrery's tasks."""
+    from backend.cli import worker_command
+
+    return subprocess.Popen(
+        worker_command(concurrency=1, loglevel="INFO"),
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 20) -> str:
+    """Terminate a process politely, then firmly; return what it printed."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.stdout.read() if process.stdout else ""
+
+
+ORRERY_BIN = str(Path(sys.executable).parent / "orrery")

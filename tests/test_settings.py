@@ -1,0 +1,38 @@
+from pathlib import Path
+
+import pytest
+
+from backend.settings import Settings
+
+
+def test_embedded_defaults_need_no_server(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert settings.effective_database_url == f"sqlite:///{tmp_path.resolve()}/orrery.db"
+    assert settings.effective_broker_url.startswith("sqla+sqlite:///")
+    assert settings.effective_result_backend.startswith("db+sqlite:///")
+    assert settings.is_embedded
+
+
+def test_environment_variables_override_with_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORRERY_DATABASE_URL", "postgresql+psycopg://u@db:5432/o")
+    monkeypatch.setenv("ORRERY_BROKER_URL", "redis://cache:6379/0")
+    monkeypatch.setenv("ORRERY_MAX_RUNS_PER_EXPERIMENT", "12")
+    settings = Settings()
+    assert settings.effective_database_url == "postgresql+psycopg://u@db:5432/o"
+    assert settings.effective_broker_url == "redis://cache:6379/0"
+    assert settings.max_runs_per_experiment == 12
+    assert not settings.is_embedded
+
+
+def test_generated_secret_key_is_kept_across_restarts(tmp_path: Path) -> None:
+    first = Settings(data_dir=tmp_path).effective_secret_key()
+    second = Settings(data_dir=tmp_path).effective_secret_key()
+    assert first == second
+    assert len(first) >= 32
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+def test_invalid_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORRERY_TASK_TIME_LIMIT", "5")
+    with pytest.raises(ValueError, match="task_time_limit"):
+        Settings()

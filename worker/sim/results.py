@@ -1,0 +1,157 @@
+"""Simulation results: one row per GEMM of the workload, and totals over the whole training.
+
+The simulator computes every figure as a column (one numpy array over the workload's GEMMs);
+`SimulationResult.layers` turns the columns into LayerPassResult rows on first use, so sweeps over
+many accelerators pay for objects only when somebody reads them. All figures of a row are over the
+whole training: the GEMM's per-execution cost times its executions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+OPERANDS = ("ifmap", "filter", "ofmap")
+ENERGY_LEVELS = ("mac", "register", "sram", "dram")
+
+# Per-GEMM columns summed into the totals.
+SUMMED_COLUMNS = (
+    "macs_algorithmic",
+    "macs_actual",
+    "macs_skipped",
+    "macs_overhead",
+    "compute_cycles",
+    "extension_cycles",
+    "stall_cycles",
+    "total_cycles",
+    *(f"sram_reads_{o}" for o in OPERANDS),
+    *(f"sram_writes_{o}" for o in OPERANDS),
+    *(f"dram_reads_{o}" for o in OPERANDS),
+    *(f"dram_writes_{o}" for o in OPERANDS),
+    "dram_bytes",
+    *(f"energy_{lv}_pj" for lv in ENERGY_LEVELS),
+    *(f"energy_{o}_pj" for o in OPERANDS),
+    "array_cycles",
+    "array_macs",
+    "mapped_pe_cycles",
+)
+
+
+@dataclass
+class Figures:
+    macs_algorithmic: float
+    macs_actual: float
+    macs_skipped: float
+    macs_overhead: float
+    compute_cycles: float  # array cycles plus extension (MCACHE, ALU, predictor) cycles
+    extension_cycles: float
+    stall_cycles: float
+    total_cycles: float
+    utilization: float  # MACs done on the array / (PEs x total cycles)
+    mapping_efficiency: float  # SCALE-Sim's mean fraction of PEs holding work per fold
+    sram_reads: float
+    sram_writes: float
+    sram_reads_by_operand: dict[str, float]
+    sram_writes_by_operand: dict[str, float]
+    dram_reads: float
+    dram_writes: float
+    dram_reads_by_operand: dict[str, float]
+    dram_writes_by_operand: dict[str, float]
+    dram_bytes: float
+    energy_pj: float
+    energy_by_level: dict[str, float]  # mac, register, sram, dram
+    energy_by_operand: dict[str, float]  # data movement only: register, SRAM and DRAM per operand
+
+
+@dataclass
+class LayerPassResult(Figures):
+    layer: str
+    pass_: str
+    role: str
+    executions: int
+
+
+@dataclass
+class TrainingTotals(Figures):
+    seconds: float
+
+
+@dataclass
+class SimulationResult:
+    accelerator: str
+    model: str
+    technique: str
+    iterations: int
+    clock_mhz: float
+    pes: int
+    labels: list[tuple[str, str, str, int]]  # (layer, pass, role, executions) per GEMM
+    columns: dict[str, np.ndarray] = field(repr=False)
+
+    @cached_property
+    def layers(self) -> list[LayerPassResult]:
+        cols = {name: values.tolist() for name, values in self.columns.items()}
+        return [
+            LayerPassResult(
+                layer=layer,
+                pass_=pass_,
+                role=role,
+                executions=executions,
+                **_figures({name: values[i] for name, values in cols.items()}),
+            )
+            for i, (layer, pass_, role, executions) in enumerate(self.labels)
+        ]
+
+    @cached_property
+    def totals(self) -> TrainingTotals:
+        summed = {name: float(self.columns[name].sum()) for name in SUMMED_COLUMNS}
+        cycles = summed["total_cycles"]
+        summed["utilization"] = summed["array_macs"] / (self.pes * cycles) if cycles else 0.0
+        summed["mapping_efficiency"] = (
+            summed["mapped_pe_cycles"] / summed["array_cycles"] if summed["array_cycles"] else 0.0
+        )
+        return TrainingTotals(seconds=cycles / (self.clock_mhz * 1e6), **_figures(summed))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accelerator": self.accelerator,
+            "model": self.model,
+            "technique": self.technique,
+            "iterations": self.iterations,
+            "layers": [asdict(row) for row in self.layers],
+            "totals": asdict(self.totals),
+        }
+
+
+def _figures(c: dict[str, float]) -> dict[str, Any]:
+    sram_reads = {o: float(c[f"sram_reads_{o}"]) for o in OPERANDS}
+    sram_writes = {o: float(c[f"sram_writes_{o}"]) for o in OPERANDS}
+    dram_reads = {o: float(c[f"dram_reads_{o}"]) for o in OPERANDS}
+    dram_writes = {o: float(c[f"dram_writes_{o}"]) for o in OPERANDS}
+    by_level = {lv: float(c[f"energy_{lv}_pj"]) for lv in ENERGY_LEVELS}
+    return {
+        "macs_algorithmic": float(c["macs_algorithmic"]),
+        "macs_actual": float(c["macs_actual"]),
+        "macs_skipped": float(c["macs_skipped"]),
+        "macs_overhead": float(c["macs_overhead"]),
+        "compute_cycles": float(c["compute_cycles"]),
+        "extension_cycles": float(c["extension_cycles"]),
+        "stall_cycles": float(c["stall_cycles"]),
+        "total_cycles": float(c["total_cycles"]),
+        "utilization": float(c["utilization"]),
+        "mapping_efficiency": float(c["mapping_efficiency"]),
+        "sram_reads": sum(sram_reads.values()),
+        "sram_writes": sum(sram_writes.values()),
+        "sram_reads_by_operand": sram_reads,
+        "sram_writes_by_operand": sram_writes,
+        "dram_reads": sum(dram_reads.values()),
+        "dram_writes": sum(dram_writes.values()),
+        "dram_reads_by_operand": dram_reads,
+        "dram_writes_by_operand": dram_writes,
+        "dram_bytes": float(c["dram_bytes"]),
+        "energy_pj": sum(by_level.values()),
+        "energy_by_level": by_level,
+        "energy_by_operand": {o: float(c[f"energy_{o}_pj"]) for o in OPERANDS},
+    }

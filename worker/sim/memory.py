@@ -66,12 +66,14 @@ def dram_traffic(
     swept_a = a_words + (col_folds - 1) * np.maximum(0, a_words - cap_a)
     ifmap_reads = np.where(df == IS, a_words, swept_a)
 
-    b_tile = b_words / np.maximum(col_folds, 1)
+    # Tiles are as wide as the array (a partly filled last tile still takes a full-width slot),
+    # which keeps traffic monotone in every dimension.
+    b_tile = k * np.minimum(n, cols)
     os_b = b_words + (row_folds - 1) * col_folds * np.maximum(0, b_tile - cap_b)
     is_b = b_words + (col_folds - 1) * np.maximum(0, b_words - cap_b)
     filter_reads = np.where(df == OS, os_b, np.where(df == WS, b_words, is_b))
 
-    psum_tile = c_words / np.maximum(col_folds, 1)
+    psum_tile = np.where(df == WS, m * np.minimum(n, cols), np.minimum(m, cols) * n)
     spilled = np.where(df == OS, 0, (row_folds - 1) * col_folds * np.maximum(0, psum_tile - cap_c))
     first_r = np.minimum(k, rows)
     first_fold_words = np.where(

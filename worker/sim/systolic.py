@@ -50,17 +50,21 @@ class ArrayMapping:
 def map_gemm(
     m: np.ndarray, k: np.ndarray, n: np.ndarray, rows: np.ndarray, cols: np.ndarray, df: np.ndarray
 ) -> ArrayMapping:
-    spatial_rows = np.where(df == OS, m, k)
-    spatial_cols = np.where(df == IS, m, n)
-    temporal = np.where(df == OS, k, np.where(df == WS, m, n))
-    fill_drain = np.where(df == OS, rows + cols - 2, 2 * rows + cols - 2)
+    spatial_rows, spatial_cols, temporal, rows, cols, df = np.broadcast_arrays(
+        np.where(df == OS, m, k),
+        np.where(df == IS, m, n),
+        np.where(df == OS, k, np.where(df == WS, m, n)),
+        rows,
+        cols,
+        df,
+    )
     return ArrayMapping(
         spatial_rows=spatial_rows,
         spatial_cols=spatial_cols,
         temporal=temporal,
         row_folds=ceil_div(spatial_rows, rows),
         col_folds=ceil_div(spatial_cols, cols),
-        fill_drain=fill_drain,
+        fill_drain=np.where(df == OS, rows + cols - 2, 2 * rows + cols - 2),
     )
 
 

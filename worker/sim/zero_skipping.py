@@ -16,11 +16,12 @@ saved depends on which dimension is streamed (see worker.sim.systolic for the ma
   (1 - density)^r.
 - Input stationary is the mirror image: the n columns of B stream through a k-tile of A.
 
-Actual MACs are the effective MACs times the density of the operand the PEs check (OS: the skipped
-one; WS: A; IS: B): a zero MAC is gated even when its cycle cannot be saved. Counts were measured
-on full GEMM rows; when MERCURY shrinks m or folds k, the per-lane counts are rescaled (rows kept
-at random, non-zeros scaled with k). Operands stay stored dense, so SRAM and DRAM traffic do not
-change.
+PEs gate a MAC when either operand is zero, even when its cycle cannot be saved; with zeros
+independent between operands, actual MACs = effective MACs x density_a x density_b.
+
+Counts were measured on full GEMM rows; when MERCURY shrinks m or folds k, the per-lane counts are
+rescaled (rows kept at random, non-zeros scaled with k). Operands stay stored dense, so SRAM and
+DRAM traffic do not change.
 """
 
 from __future__ import annotations
@@ -54,17 +55,21 @@ def sparse_stream(
         if skip_a:
             lanes = _lane_nnz(op.a_row_nnz, op.density_a, op.k, k)
             busy = _busiest_per_tile(lanes, rows) * (-(-m // rows) / -(-len(lanes) // rows))
-            return SparseStream(float(busy * -(-n // cols)), op.density_a)
+            return SparseStream(float(busy * -(-n // cols)), _gated_mac_fraction(op))
         lanes = _lane_nnz(op.b_col_nnz, op.density_b, op.k, k)
         busy = _busiest_per_tile(lanes, cols) * (-(-n // cols) / -(-len(lanes) // cols))
-        return SparseStream(float(busy * -(-m // rows)), op.density_b)
+        return SparseStream(float(busy * -(-m // rows)), _gated_mac_fraction(op))
     if dataflow == WS:
         steps = _streamed_vectors(op.a_row_nnz, op.density_a, op.k, k, m, rows)
-        return SparseStream(steps * -(-n // cols), op.density_a)
+        return SparseStream(steps * -(-n // cols), _gated_mac_fraction(op))
     if dataflow == IS:
         steps = _streamed_vectors(op.b_col_nnz, op.density_b, op.k, k, n, rows)
-        return SparseStream(steps * -(-m // cols), op.density_b)
+        return SparseStream(steps * -(-m // cols), _gated_mac_fraction(op))
     raise ValueError(f"unknown dataflow code {dataflow}")
+
+
+def _gated_mac_fraction(op: GemmOp) -> float:
+    return op.density_a * op.density_b
 
 
 def _lane_nnz(counts: np.ndarray | None, density: float, k_measured: int, k: int) -> np.ndarray:

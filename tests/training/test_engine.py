@@ -1,0 +1,118 @@
+"""The training loop, the model zoo and the dense workload, with baseline training."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from backend.specs.training import MODEL_NAMES, BaselineParams, TrainingConfig
+from worker.sim.workload import TrainingPass, Workload
+from worker.training import Progress, TrainingCancelled, dense_workload, run_training
+from worker.training.layers import GemmLayer, instrument
+from worker.training.models import MODEL_REGISTRY, build_model
+
+
+def test_zoo_names_are_the_api_literals() -> None:
+    assert set(MODEL_REGISTRY) == set(MODEL_NAMES)
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("shape", [(1, 8, 8), (1, 28, 28), (3, 32, 32)])
+def test_every_model_runs_on_every_input_shape(name: str, shape: tuple[int, int, int]) -> None:
+    model = build_model(name, shape, 10, 4)
+    sites = instrument(model)
+    assert any(isinstance(site, GemmLayer) for site in sites)
+    assert model(torch.rand(2, *shape)).shape == (2, 10)
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_dense_workload_passes_have_equal_macs(name: str) -> None:
+    workload = dense_workload(TrainingConfig(model=name, dataset="digits", batch_size=8, width=4))
+    assert workload.iterations == 1
+    by_layer: dict[str, dict[TrainingPass, int]] = {}
+    for op in workload.ops:
+        by_layer.setdefault(op.layer, {})[op.pass_] = op.m * op.k * op.n
+        assert op.density_a == op.density_b == 1.0
+    for layer, passes in by_layer.items():
+        assert len(set(passes.values())) == 1, layer
+        assert TrainingPass.BWD_WEIGHT in passes
+    first = workload.ops[0].layer
+    assert TrainingPass.BWD_DATA not in by_layer[first]  # no gradient flows to the images
+
+
+def test_lenet_conv_shapes_follow_the_gemm_convention() -> None:
+    workload = dense_workload(TrainingConfig(model="lenet5", dataset="mnist", batch_size=4))
+    conv2 = {op.pass_: (op.m, op.k, op.n) for op in workload.ops if op.layer == "conv2"}
+    assert conv2[TrainingPass.FWD] == (4 * 10 * 10, 6 * 5 * 5, 16)
+    assert conv2[TrainingPass.BWD_DATA] == (4 * 10 * 10, 16, 6 * 5 * 5)
+    assert conv2[TrainingPass.BWD_WEIGHT] == (16, 4 * 10 * 10, 6 * 5 * 5)
+
+
+DIGITS = TrainingConfig(model="lenet5", dataset="digits", epochs=10, batch_size=32, seed=0)
+
+
+@pytest.fixture(scope="module")
+def digits_baseline():
+    return run_training(DIGITS, [BaselineParams()])
+
+
+def test_baseline_lenet_learns_digits(digits_baseline) -> None:
+    assert digits_baseline.test_accuracy >= 0.90
+    losses = [epoch.train_loss for epoch in digits_baseline.epochs]
+    assert losses[-1] < losses[0]
+
+
+def test_workload_measures_real_sparsity(digits_baseline) -> None:
+    workload = digits_baseline.workload
+    assert workload.iterations == 10 * (1438 // 32)
+    fwd = {op.layer: op for op in workload.ops if op.pass_ == TrainingPass.FWD}
+    # inputs of the layers after ReLU/pooling are really sparse; the images' zero background too
+    assert 0.0 < fwd["conv1"].density_a < 0.8
+    assert 0.0 < fwd["fc2"].density_a < 1.0
+    conv2 = fwd["conv2"]
+    assert conv2.a_row_nnz is not None and conv2.a_row_nnz.shape == (conv2.m,)
+    assert conv2.a_row_nnz.max() <= conv2.k
+    assert conv2.b_col_nnz is not None and conv2.b_col_nnz.shape == (conv2.n,)
+    assert all(op.executions == workload.iterations for op in workload.ops)
+    epoch = digits_baseline.epochs[-1]
+    assert epoch.hit_rate is None and epoch.gp_fraction is None
+    assert 0 < epoch.density_fwd < 1 and 0 < epoch.density_bwd < 1
+
+
+def test_result_is_plain_json_and_the_workload_round_trips(digits_baseline) -> None:
+    data = json.loads(json.dumps(digits_baseline.to_dict()))
+    assert data["test_accuracy"] == digits_baseline.test_accuracy
+    workload = Workload.from_dict(data["workload"])
+    original = digits_baseline.workload.ops[2]
+    assert (workload.ops[2].a_row_nnz == original.a_row_nnz).all()
+
+
+def test_same_seed_same_training() -> None:
+    config = TrainingConfig(model="mlp", dataset="digits", epochs=1, train_samples=256, width=4)
+    first = run_training(config, [BaselineParams()])
+    second = run_training(config, [BaselineParams()])
+    assert first.epochs[0].train_loss == second.epochs[0].train_loss
+    assert first.test_accuracy == second.test_accuracy
+
+
+def test_progress_reaches_one_and_cancellation_stops_between_batches() -> None:
+    config = TrainingConfig(
+        model="mlp", dataset="digits", epochs=2, train_samples=128, batch_size=32, width=4
+    )
+    updates: list[Progress] = []
+    run_training(config, [], progress=updates.append)
+    assert [u.fraction for u in updates] == [i / 8 for i in range(1, 9)]
+    assert updates[-1].epoch == 2 and "train_loss" in updates[-1].metrics
+
+    calls = 0
+
+    def cancel_after_three() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls > 3
+
+    with pytest.raises(TrainingCancelled):
+        run_training(config, [], should_cancel=cancel_after_three)
+    assert calls == 4

@@ -1,0 +1,17 @@
+"""Orrery's training engine: train small DNNs for real with MERCURY, ADA-GP and SparseTrain,
+measure what each technique did, and hand the simulator the resulting workload."""
+
+from worker.training.dense import dense_workload
+from worker.training.engine import run_training
+from worker.training.errors import DatasetUnavailable, TrainingCancelled
+from worker.training.results import EpochMetrics, Progress, TrainingResult
+
+__all__ = [
+    "DatasetUnavailable",
+    "EpochMetrics",
+    "Progress",
+    "TrainingCancelled",
+    "TrainingResult",
+    "dense_workload",
+    "run_training",
+]

@@ -1,0 +1,198 @@
+"""The training loop: one seeded, deterministic loop for every technique and combination.
+
+Per mini-batch: the techniques decide whether it runs backward (ADA-GP's predicted-gradient
+steps do not); the model's GEMM layers call the techniques' hooks; the recorder measures the
+workload. Per epoch: evaluation on the test set (plain dense inference), technique figures.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from backend.specs.training import TrainingConfig, technique_label
+from worker.sim.workload import Workload
+from worker.training.datasets import Dataset, load_dataset
+from worker.training.errors import TrainingCancelled
+from worker.training.hook_chain import HookChain
+from worker.training.layers import GemmLayer, attach_hooks, instrument
+from worker.training.models import build_model
+from worker.training.recorder import WorkloadRecorder
+from worker.training.registry import AnyParams, build_techniques
+from worker.training.results import EpochMetrics, Progress, TrainingResult
+from worker.training.technique import Step, Technique, WorkloadOps
+
+MEASURE_EVERY = 8  # batches between workload measurements (each costs about one backward)
+EVAL_BATCH = 512
+
+
+def configure_threads() -> None:
+    """Intra-op threads: at most 2 (this is a small-model, small-batch workload)."""
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def make_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
+    if config.optimizer == "adam":
+        return torch.optim.Adam(
+            model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
+        )
+    return torch.optim.SGD(
+        model.parameters(),
+        lr=config.learning_rate,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
+    )
+
+
+def evaluate(model: nn.Module, images: Tensor, labels: Tensor) -> tuple[float, float]:
+    """Mean loss and accuracy of plain dense inference."""
+    model.eval()
+    total_loss, correct = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, len(labels), EVAL_BATCH):
+            logits = model(images[start : start + EVAL_BATCH])
+            target = labels[start : start + EVAL_BATCH]
+            total_loss += float(F.cross_entropy(logits, target, reduction="sum"))
+            correct += int((logits.argmax(1) == target).sum())
+    model.train()
+    return total_loss / max(len(labels), 1), correct / max(len(labels), 1)
+
+
+class _Run:
+    """One training's state: model, data, techniques and the recorder wired together."""
+
+    def __init__(self, config: TrainingConfig, params: list[AnyParams]) -> None:
+        self.config = config
+        self.data: Dataset = load_dataset(
+            config.dataset, config.dataset_path, config.train_samples, config.test_samples
+        )
+        torch.manual_seed(config.seed)
+        self.model = build_model(
+            config.model, self.data.input_shape, self.data.num_classes, config.width
+        )
+        self.sites = instrument(self.model)
+        self.layers = [site for site in self.sites if isinstance(site, GemmLayer)]
+        self.techniques: list[Technique] = build_techniques(params)
+        for technique in self.techniques:
+            technique.setup(self.model, self.layers, config.seed)
+        self.recorder = WorkloadRecorder(MEASURE_EVERY)
+        self.hooks = HookChain(self.techniques, self.recorder)
+        self.optimizer = make_optimizer(self.model, config)
+        self.batch_size = min(config.batch_size, len(self.data.train_labels))
+        self.batches_per_epoch = len(self.data.train_labels) // self.batch_size
+        self.order = torch.Generator().manual_seed(config.seed + 1)
+
+    def train_batch(self, step: Step, images: Tensor, labels: Tensor) -> tuple[float, int]:
+        backward = all(t.runs_backward(step) for t in self.techniques)
+        self.recorder.start_batch(step.index, backward)
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.set_grad_enabled(backward):
+            logits = self.model(images)
+            loss = F.cross_entropy(logits, labels)
+        if backward:
+            loss.backward()
+        loss_value = float(loss.detach())
+        for technique in self.techniques:
+            technique.before_step(step, backward, loss_value)
+        self.optimizer.step()
+        self.recorder.end_batch(backward)
+        return loss_value, int((logits.argmax(1) == labels).sum())
+
+
+def run_training(
+    config: TrainingConfig,
+    techniques: list[AnyParams],
+    progress: Callable[[Progress], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> TrainingResult:
+    """Train `config.model` on `config.dataset` with the techniques; measure the workload."""
+    configure_threads()
+    started = time.perf_counter()
+    run = _Run(config, techniques)
+    attach_hooks(run.model, run.hooks)
+    data, total_batches = run.data, run.batches_per_epoch * config.epochs
+    epochs: list[EpochMetrics] = []
+    for epoch in range(config.epochs):
+        run.model.train()
+        epoch_started = time.perf_counter()
+        order = torch.randperm(len(data.train_labels), generator=run.order)
+        loss_sum, correct, seen = 0.0, 0, 0
+        for batch in range(run.batches_per_epoch):
+            if should_cancel is not None and should_cancel():
+                raise TrainingCancelled(f"cancelled in epoch {epoch + 1}, batch {batch + 1}")
+            index = order[batch * run.batch_size : (batch + 1) * run.batch_size]
+            step = Step(epoch, batch, epoch * run.batches_per_epoch + batch)
+            for technique in run.techniques:
+                technique.start_batch(step)
+            loss, hits = run.train_batch(step, data.train_images[index], data.train_labels[index])
+            loss_sum += loss * len(index)
+            correct += hits
+            seen += len(index)
+            if progress is not None:
+                progress(
+                    Progress(
+                        fraction=(step.index + 1) / total_batches,
+                        epoch=epoch + 1,
+                        batch=batch + 1,
+                        metrics={"train_loss": loss_sum / seen, "train_accuracy": correct / seen},
+                    )
+                )
+        seconds = time.perf_counter() - epoch_started
+        attach_hooks(run.model, None)
+        test_loss, test_accuracy = evaluate(run.model, data.test_images, data.test_labels)
+        attach_hooks(run.model, run.hooks)
+        for technique in run.techniques:
+            technique.end_epoch(epoch, test_loss)
+        epochs.append(
+            _epoch_metrics(
+                run, epoch, loss_sum / seen, correct / seen, test_loss, test_accuracy, seconds
+            )
+        )
+    attach_hooks(run.model, None)
+    ops = WorkloadOps(run.recorder.build_ops())
+    for technique in run.techniques:
+        technique.annotate_workload(ops)
+    workload = Workload(
+        model=config.model,
+        dataset=config.dataset,
+        batch_size=run.batch_size,
+        iterations=total_batches,
+        ops=ops.ops,
+        technique=technique_label(techniques),
+    )
+    return TrainingResult(epochs, workload, time.perf_counter() - started, workload.technique)
+
+
+def _epoch_metrics(
+    run: _Run,
+    epoch: int,
+    train_loss: float,
+    train_accuracy: float,
+    test_loss: float,
+    test_accuracy: float,
+    seconds: float,
+) -> EpochMetrics:
+    density_fwd, density_bwd, per_layer = run.recorder.epoch_densities()
+    metrics = EpochMetrics(
+        epoch=epoch + 1,
+        train_loss=train_loss,
+        train_accuracy=train_accuracy,
+        test_loss=test_loss,
+        test_accuracy=test_accuracy,
+        seconds=seconds,
+        density_fwd=density_fwd,
+        density_bwd=density_bwd,
+        per_layer=per_layer,
+    )
+    for technique in run.techniques:
+        figures = technique.epoch_figures()
+        for key, value in figures.scalars.items():
+            setattr(metrics, key, value)
+        for layer, values in figures.per_layer.items():
+            metrics.per_layer.setdefault(layer, {}).update(values)
+    return metrics

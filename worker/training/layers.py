@@ -1,0 +1,188 @@
+"""The layers an accelerator runs as GEMMs, with the seams the techniques hook into.
+
+Every nn.Conv2d and nn.Linear of a zoo model is wrapped in a `GemmLayer`; every product of two
+activations (attention) is a `MatMulSite`. Through `LayerHooks` a technique can
+- replace output rows by the output of an earlier, similar row (MERCURY's reuse map),
+- look at a layer's input and output (measurements, ADA-GP's predictors),
+- rewrite the gradient arriving at a layer's output (SparseTrain's pruning).
+
+Rows are the rows of the FWD GEMM's A: one per output pixel of a conv (batch-major, then
+raster order), one per input vector of a linear layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class ReuseMap:
+    """owner[i] is the row whose output row i receives (owner[i] == i: row i is computed).
+    fold_weight_grad: BWD-WEIGHT uses each group's representative input for the whole group."""
+
+    owner: Tensor
+    fold_weight_grad: bool
+
+
+class LayerHooks(Protocol):
+    def reuse_map(self, layer: GemmLayer, x: Tensor) -> ReuseMap | None: ...
+    def after_forward(self, layer: GemmLayer, x: Tensor, y: Tensor) -> None: ...
+    def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor: ...
+    def matmul_forward(self, site: MatMulSite, a: Tensor, b: Tensor) -> None: ...
+
+
+def conv_rows(y: Tensor) -> Tensor:
+    """(B, K, H, W) -> (B*H*W, K): one row per output pixel."""
+    return y.permute(0, 2, 3, 1).reshape(-1, y.shape[1])
+
+
+def conv_unrows(rows: Tensor, shape: torch.Size) -> Tensor:
+    batch, channels, height, width = shape
+    return rows.reshape(batch, height, width, channels).permute(0, 3, 1, 2).contiguous()
+
+
+def fold_rows(rows: Tensor, owner: Tensor) -> Tensor:
+    """Sum each group's rows onto its owner row; other rows become zero."""
+    return torch.zeros_like(rows).index_add_(0, owner, rows)
+
+
+class _ReusedConv2d(torch.autograd.Function):
+    """Conv whose output pixels may be copies of other pixels' outputs.
+
+    Backward: BWD-DATA is dense (each pixel's own gradient), BWD-WEIGHT optionally folds each
+    group's gradients onto the representative window: dW = sum_g (sum_{p in g} dy_p) x_rep^T.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, owner: Tensor,
+                fold: bool, conv: nn.Conv2d) -> Tensor:  # fmt: skip
+        y = F.conv2d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
+        ctx.save_for_backward(x, weight, owner)
+        ctx.conv, ctx.fold, ctx.has_bias = conv, fold, bias is not None
+        return conv_unrows(conv_rows(y)[owner], y.shape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        x, weight, owner = ctx.saved_tensors
+        conv: nn.Conv2d = ctx.conv
+        args = (conv.stride, conv.padding, conv.dilation, conv.groups)
+        grad_x = grad_w = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_x = torch.nn.grad.conv2d_input(x.shape, weight, grad, *args)
+        if ctx.needs_input_grad[1]:
+            grad_for_w = grad
+            if ctx.fold:
+                grad_for_w = conv_unrows(fold_rows(conv_rows(grad), owner), grad.shape)
+            grad_w = torch.nn.grad.conv2d_weight(x, weight.shape, grad_for_w, *args)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = grad.sum((0, 2, 3))
+        return grad_x, grad_w, grad_b, None, None, None
+
+
+class _ReusedLinear(torch.autograd.Function):
+    """Linear layer whose output rows may be copies of other rows' outputs (see above)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, owner: Tensor,
+                fold: bool) -> Tensor:  # fmt: skip
+        rows = x.reshape(-1, x.shape[-1])
+        y = F.linear(rows, weight, bias)[owner]
+        ctx.save_for_backward(rows, weight, owner)
+        ctx.fold, ctx.has_bias, ctx.in_shape = fold, bias is not None, x.shape
+        return y.reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        rows, weight, owner = ctx.saved_tensors
+        grad_rows = grad.reshape(-1, grad.shape[-1])
+        grad_x = grad_w = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_x = (grad_rows @ weight).reshape(ctx.in_shape)
+        if ctx.needs_input_grad[1]:
+            folded = fold_rows(grad_rows, owner) if ctx.fold else grad_rows
+            grad_w = folded.T @ rows
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = grad_rows.sum(0)
+        return grad_x, grad_w, grad_b, None, None
+
+
+class GemmLayer(nn.Module):
+    """A conv or linear layer (kept as `inner`, so its parameters are the model's)."""
+
+    def __init__(self, name: str, inner: nn.Conv2d | nn.Linear) -> None:
+        super().__init__()
+        if isinstance(inner, nn.Conv2d) and inner.groups != 1:
+            raise ValueError("grouped convolutions are not lowered to one GEMM")
+        self.name = name
+        self.inner = inner
+        self.hooks: LayerHooks | None = None
+
+    @property
+    def is_conv(self) -> bool:
+        return isinstance(self.inner, nn.Conv2d)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        return self.inner.weight
+
+    def forward(self, x: Tensor) -> Tensor:
+        hooks = self.hooks
+        if hooks is None:
+            return self.inner(x)
+        reuse = hooks.reuse_map(self, x)
+        if reuse is None:
+            y = self.inner(x)
+        elif isinstance(self.inner, nn.Conv2d):
+            y = _ReusedConv2d.apply(
+                x, self.inner.weight, self.inner.bias, reuse.owner, reuse.fold_weight_grad,
+                self.inner,
+            )  # fmt: skip
+        else:
+            y = _ReusedLinear.apply(
+                x, self.inner.weight, self.inner.bias, reuse.owner, reuse.fold_weight_grad
+            )
+        if y.requires_grad:
+            y.register_hook(lambda grad: hooks.output_grad(self, grad))
+        hooks.after_forward(self, x, y)
+        return y
+
+
+class MatMulSite(nn.Module):
+    """A product of two activations (a @ b), e.g. attention scores; it has no weights."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = ""  # set to its module path by `instrument`
+        self.hooks: LayerHooks | None = None
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        if self.hooks is not None:
+            self.hooks.matmul_forward(self, a, b)
+        return a @ b
+
+
+def instrument(model: nn.Module) -> list[GemmLayer | MatMulSite]:
+    """Wrap every conv/linear of `model` in a GemmLayer named by its module path; return all
+    GEMM sites in module order."""
+    for parent_name, parent in list(model.named_modules()):
+        for child_name, child in list(parent.named_children()):
+            path = f"{parent_name}.{child_name}" if parent_name else child_name
+            if isinstance(child, nn.Conv2d | nn.Linear):
+                setattr(parent, child_name, GemmLayer(path, child))
+            elif isinstance(child, MatMulSite):
+                child.name = path
+    return gemm_sites(model)
+
+
+def gemm_sites(model: nn.Module) -> list[GemmLayer | MatMulSite]:
+    return [m for m in model.modules() if isinstance(m, GemmLayer | MatMulSite)]
+
+
+def attach_hooks(model: nn.Module, hooks: LayerHooks | None) -> None:
+    for site in gemm_sites(model):
+        site.hooks = hooks

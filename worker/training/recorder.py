@@ -1,0 +1,189 @@
+"""Record every layer's GEMMs during training and measure their sparsity: the workload.
+
+The recorder counts how often each pass ran and, on sampled mini-batches (every
+`measure_every`-th, always on a batch that runs backward), measures densities and per-row /
+per-column non-zero counts of each pass's operands on the real tensors. Densities are means over
+the measured batches; the non-zero count vectors come from the latest measured batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from worker.sim.workload import GemmOp, TrainingPass
+from worker.training import sparsity
+from worker.training.gemm_shapes import attention_gemms, conv_gemms, linear_gemms
+from worker.training.layers import GemmLayer, MatMulSite
+from worker.training.sparsity import OperandCounts
+
+FWD, BWD_DATA, BWD_WEIGHT = TrainingPass.FWD, TrainingPass.BWD_DATA, TrainingPass.BWD_WEIGHT
+
+
+@dataclass
+class OperandStats:
+    """Running mean density of one operand and its latest per-row/column non-zero counts."""
+
+    density_sum: float = 0.0
+    measured: int = 0
+    counts: np.ndarray | None = None
+
+    def add(self, observed: OperandCounts) -> None:
+        self.density_sum += observed.density
+        self.measured += 1
+        self.counts = observed.counts
+
+    def add_density(self, value: float) -> None:
+        self.density_sum += value
+        self.measured += 1
+
+    @property
+    def density(self) -> float:
+        return self.density_sum / self.measured if self.measured else 1.0
+
+
+@dataclass
+class PassRecord:
+    executions: int = 0
+    a: OperandStats = field(default_factory=OperandStats)
+    b: OperandStats = field(default_factory=OperandStats)
+
+
+@dataclass
+class LayerRecord:
+    gemms: dict[TrainingPass, GemmOp]  # one mini-batch's dense GEMMs, from the lowering
+    weight_count: int
+    passes: dict[TrainingPass, PassRecord] = field(
+        default_factory=lambda: {p: PassRecord() for p in TrainingPass}
+    )
+    # per-epoch element counts for the run's overall FWD / BWD densities
+    epoch_nonzero: dict[str, float] = field(default_factory=lambda: {"x": 0.0, "grad": 0.0})
+    epoch_elements: dict[str, float] = field(default_factory=lambda: {"x": 0.0, "grad": 0.0})
+
+
+class WorkloadRecorder:
+    def __init__(self, measure_every: int = 8, measure: bool = True) -> None:
+        self.measure_every = measure_every
+        self.measure = measure
+        self.layers: dict[str, LayerRecord] = {}
+        self._pending = True  # a measurement is due at the next batch that runs backward
+        self._measuring = False
+        self._ran_forward: set[str] = set()
+
+    # -- batch boundaries (called by the training loop) --------------------------------------
+    def start_batch(self, index: int, runs_backward: bool) -> None:
+        if index % self.measure_every == 0:
+            self._pending = True
+        self._measuring = self.measure and self._pending and runs_backward
+        if self._measuring:
+            self._pending = False
+        self._ran_forward.clear()
+
+    def end_batch(self, backward_ran: bool) -> None:
+        if backward_ran:
+            for name in self._ran_forward:
+                passes = self.layers[name].passes
+                passes[BWD_WEIGHT].executions += 1
+                if BWD_DATA in self.layers[name].gemms:
+                    passes[BWD_DATA].executions += 1
+
+    # -- layer hooks ---------------------------------------------------------------------------
+    def _record_geometry(self, layer: GemmLayer, x: Tensor, y: Tensor) -> LayerRecord:
+        record = self.layers.get(layer.name)
+        needs_grad = x.requires_grad
+        if record is None or (needs_grad and BWD_DATA not in record.gemms):
+            inner = layer.inner
+            gemms = (
+                conv_gemms(layer.name, inner, tuple(x.shape), needs_grad)
+                if isinstance(inner, nn.Conv2d)
+                else linear_gemms(layer.name, inner, tuple(x.shape), needs_grad)
+            )
+            if record is None:
+                record = LayerRecord(gemms, layer.weight.numel())
+                self.layers[layer.name] = record
+            else:
+                record.gemms = gemms
+        return record
+
+    def after_forward(self, layer: GemmLayer, x: Tensor, y: Tensor) -> None:
+        record = self._record_geometry(layer, x, y)
+        record.passes[FWD].executions += 1
+        self._ran_forward.add(layer.name)
+        if not self._measuring:
+            return
+        with torch.no_grad():
+            passes = record.passes
+            inner = layer.inner
+            if isinstance(inner, nn.Conv2d):
+                passes[FWD].a.add(sparsity.conv_input_windows(x, inner))
+                passes[BWD_WEIGHT].b.add(sparsity.conv_input_columns(x, inner, y.shape))
+            else:
+                passes[FWD].a.add(sparsity.linear_input_rows(x))
+                passes[BWD_WEIGHT].b.add(sparsity.linear_input_columns(x))
+            passes[FWD].b.add(sparsity.weight_per_output(layer.weight))
+            passes[BWD_DATA].b.add(sparsity.weight_per_input(layer.weight))
+            record.epoch_nonzero["x"] += float((x != 0).sum())
+            record.epoch_elements["x"] += x.numel()
+
+    def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor:
+        if self._measuring:
+            passes = self.layers[layer.name].passes
+            passes[BWD_DATA].a.add(sparsity.grad_rows(grad, layer.is_conv))
+            passes[BWD_WEIGHT].a.add(sparsity.grad_channels(grad, layer.is_conv))
+            record = self.layers[layer.name]
+            record.epoch_nonzero["grad"] += float((grad != 0).sum())
+            record.epoch_elements["grad"] += grad.numel()
+        return grad
+
+    def matmul_forward(self, site: MatMulSite, a: Tensor, b: Tensor) -> None:
+        record = self.layers.get(site.name)
+        if record is None:
+            record = LayerRecord(attention_gemms(site.name, tuple(a.shape), tuple(b.shape)), 0)
+            self.layers[site.name] = record
+        record.passes[FWD].executions += 1
+        self._ran_forward.add(site.name)
+        if self._measuring:
+            record.passes[FWD].a.add_density(sparsity.density(a))
+            record.passes[FWD].b.add_density(sparsity.density(b))
+
+    # -- results -------------------------------------------------------------------------------
+    def epoch_densities(self) -> tuple[float | None, float | None, dict[str, dict[str, float]]]:
+        """Overall FWD-input and BWD-gradient densities of this epoch's measured batches, and
+        per layer; resets the epoch counters."""
+        totals = {"x": [0.0, 0.0], "grad": [0.0, 0.0]}
+        per_layer: dict[str, dict[str, float]] = {}
+        for name, record in self.layers.items():
+            figures: dict[str, float] = {}
+            for key in ("x", "grad"):
+                elements = record.epoch_elements[key]
+                if elements:
+                    figures[f"density_{key}"] = record.epoch_nonzero[key] / elements
+                    totals[key][0] += record.epoch_nonzero[key]
+                    totals[key][1] += elements
+                record.epoch_nonzero[key] = record.epoch_elements[key] = 0.0
+            if figures:
+                per_layer[name] = figures
+        fwd = totals["x"][0] / totals["x"][1] if totals["x"][1] else None
+        bwd = totals["grad"][0] / totals["grad"][1] if totals["grad"][1] else None
+        return fwd, bwd, per_layer
+
+    def build_ops(self) -> list[GemmOp]:
+        ops: list[GemmOp] = []
+        for record in self.layers.values():
+            for pass_, template in record.gemms.items():
+                stats = record.passes[pass_]
+                op = replace(
+                    template,
+                    executions=stats.executions,
+                    density_a=stats.a.density,
+                    density_b=stats.b.density,
+                    a_row_nnz=stats.a.counts,
+                    b_col_nnz=stats.b.counts,
+                )
+                if pass_ == BWD_WEIGHT and record.weight_count:
+                    op.extra_ops["weight_updates"] = float(record.weight_count)
+                ops.append(op)
+        return ops

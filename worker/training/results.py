@@ -1,0 +1,60 @@
+"""What a training run reports: per-epoch metrics, progress updates and the final result."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from worker.sim.workload import Workload
+
+
+@dataclass
+class EpochMetrics:
+    """One epoch. Technique figures are None when no technique of the run measures them."""
+
+    epoch: int
+    train_loss: float
+    train_accuracy: float
+    test_loss: float
+    test_accuracy: float
+    seconds: float  # wall time of the epoch's training batches (evaluation excluded)
+    hit_rate: float | None = None  # MERCURY: FWD rows reused / rows looked up
+    density_fwd: float | None = None  # non-zero fraction of the conv/linear inputs
+    density_bwd: float | None = None  # non-zero fraction of the gradients at their outputs
+    gp_fraction: float | None = None  # ADA-GP: batches trained on predicted gradients
+    cosine_similarity: float | None = None  # ADA-GP: predicted vs true gradient, BP batches
+    per_layer: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Progress:
+    fraction: float  # of all training batches, 0..1
+    epoch: int
+    batch: int
+    metrics: dict[str, float]
+
+
+@dataclass
+class TrainingResult:
+    epochs: list[EpochMetrics]
+    workload: Workload
+    seconds: float
+    technique: str
+
+    @property
+    def test_accuracy(self) -> float:
+        return self.epochs[-1].test_accuracy
+
+    @property
+    def test_loss(self) -> float:
+        return self.epochs[-1].test_loss
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "technique": self.technique,
+            "test_accuracy": self.test_accuracy,
+            "test_loss": self.test_loss,
+            "seconds": self.seconds,
+            "epochs": [asdict(epoch) for epoch in self.epochs],
+            "workload": self.workload.to_dict(),
+        }

@@ -1,0 +1,94 @@
+"""Measure what a zero-skipping accelerator sees: densities and per-row / per-column non-zero
+counts of each pass's A and B, computed from the real tensors (never from im2col copies: a
+convolution of the non-zero mask with a ones kernel counts the non-zeros of every window).
+
+Row/column orders follow gemm_shapes.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class OperandCounts:
+    """Density of one GEMM operand and its non-zero count per row (A) or per column (B)."""
+
+    density: float
+    counts: np.ndarray
+
+
+def _counts(values: Tensor, length_of_vector: int) -> OperandCounts:
+    flat = values.reshape(-1).to(torch.int64)
+    total = int(flat.sum())
+    return OperandCounts(total / (flat.numel() * length_of_vector), flat.numpy().astype(np.uint32))
+
+
+def _conv_args(conv: nn.Conv2d) -> tuple:
+    return conv.stride, conv.padding, conv.dilation
+
+
+def conv_input_windows(x: Tensor, conv: nn.Conv2d) -> OperandCounts:
+    """FWD A = im2col(x): non-zeros of each window (m = B*P rows of k = C*R*S)."""
+    mask = (x != 0).to(torch.float32)
+    ones = torch.ones(1, *conv.weight.shape[1:])
+    per_window = F.conv2d(mask, ones, None, *_conv_args(conv))
+    return _counts(per_window.round(), conv.weight[0].numel())
+
+
+def conv_input_columns(x: Tensor, conv: nn.Conv2d, y_shape: torch.Size) -> OperandCounts:
+    """BWD-WEIGHT B = im2col(x): non-zeros of each (c, r, s) column over all B*P windows."""
+    mask = (x != 0).to(torch.float32)
+    ones = torch.ones(y_shape[0], 1, *y_shape[2:])
+    shape = (1, *conv.weight.shape[1:])
+    per_column = torch.nn.grad.conv2d_weight(mask, shape, ones, *_conv_args(conv))
+    return _counts(per_column.round(), y_shape[0] * y_shape[2] * y_shape[3])
+
+
+def linear_input_rows(x: Tensor) -> OperandCounts:
+    rows = x.reshape(-1, x.shape[-1]) != 0
+    return _counts(rows.sum(1), rows.shape[1])
+
+
+def linear_input_columns(x: Tensor) -> OperandCounts:
+    rows = x.reshape(-1, x.shape[-1]) != 0
+    return _counts(rows.sum(0), rows.shape[0])
+
+
+def grad_rows(grad: Tensor, is_conv: bool) -> OperandCounts:
+    """BWD-DATA A = dy as (B*P x K): non-zeros of each output pixel's (or row's) gradient."""
+    mask = grad != 0
+    if is_conv:
+        return _counts(mask.sum(1), grad.shape[1])
+    rows = mask.reshape(-1, grad.shape[-1])
+    return _counts(rows.sum(1), rows.shape[1])
+
+
+def grad_channels(grad: Tensor, is_conv: bool) -> OperandCounts:
+    """BWD-WEIGHT A = dy^T (K x B*P): non-zeros of each output channel's gradient."""
+    mask = grad != 0
+    if is_conv:
+        return _counts(mask.sum((0, 2, 3)), grad.numel() // grad.shape[1])
+    rows = mask.reshape(-1, grad.shape[-1])
+    return _counts(rows.sum(0), rows.shape[0])
+
+
+def weight_per_output(weight: Tensor) -> OperandCounts:
+    """FWD B = W^T (k x n): non-zeros of each filter / output unit."""
+    mask = weight.detach().reshape(weight.shape[0], -1) != 0
+    return _counts(mask.sum(1), mask.shape[1])
+
+
+def weight_per_input(weight: Tensor) -> OperandCounts:
+    """BWD-DATA B = W (K x C*R*S): non-zeros of each input position across filters."""
+    mask = weight.detach().reshape(weight.shape[0], -1) != 0
+    return _counts(mask.sum(0), mask.shape[0])
+
+
+def density(values: Tensor) -> float:
+    return float((values != 0).sum()) / max(values.numel(), 1)

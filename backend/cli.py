@@ -5,14 +5,25 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
 
+import httpx
 import typer
+import yaml
+from pydantic import ValidationError
 from rich.console import Console
+from rich.table import Table
 
+from backend.client import ApiError, OrreryClient
 from backend.db import migrate as migrations
 from backend.queue import QUEUE
 from backend.settings import get_settings
+from backend.specs.accelerator import PRESETS
+from backend.specs.training import MODEL_NAMES, TrainingConfig
+
+T = TypeVar("T")
 
 app = typer.Typer(
     help="Orrery: which training-acceleration technique, on which accelerator, is worth it?",
@@ -83,6 +94,203 @@ def serve(
         if worker_process is not None:
             worker_process.terminate()
             worker_process.wait(timeout=30)
+
+
+ServerUrl = Annotated[str, typer.Option("--url", envvar="ORRERY_URL", help="the Orrery server")]
+Token = Annotated[
+    str | None, typer.Option("--token", envvar="ORRERY_TOKEN", help="personal API token")
+]
+
+
+def _client(url: str, token: str | None) -> OrreryClient:
+    return OrreryClient(url, token=token)
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    console.print(f"[red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _call(action: Callable[[], T]) -> T:
+    """Run a client call, turning server refusals and connection errors into clear messages."""
+    try:
+        return action()
+    except ApiError as exc:
+        if exc.errors:
+            for field, reason in exc.errors:
+                console.print(f"[red]{field}[/]: {reason}")
+            _fail(f"the server refused the request (HTTP {exc.status_code})", 2)
+        _fail(str(exc))
+    except httpx.HTTPError as exc:
+        _fail(f"cannot reach the server: {exc} (is `orrery serve` running? see --url)")
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    """Read a YAML or JSON experiment spec, or exit with a message naming the problem."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        _fail(f"cannot read {path}: {exc.strerror}")
+    except yaml.YAMLError as exc:
+        _fail(f"{path} is not valid YAML/JSON: {exc}")
+    if not isinstance(data, dict):
+        _fail(f"{path} must hold a mapping (an experiment spec), not {type(data).__name__}")
+    return data
+
+
+@app.command()
+def submit(
+    spec_file: Annotated[Path, typer.Argument(help="experiment spec, YAML or JSON")],
+    wait: Annotated[bool, typer.Option(help="wait for every run, with progress bars")] = False,
+    url: ServerUrl = "http://127.0.0.1:8000",
+    token: Token = None,
+) -> None:
+    """Submit an experiment; with --wait, follow its runs until they finish."""
+    spec = load_spec(spec_file)
+    with _client(url, token) as client:
+        experiment = _call(lambda: client.submit(spec))
+        console.print(
+            f"experiment [bold]{experiment['id']}[/] '{experiment['name']}': "
+            f"{experiment['total_runs']} runs, {experiment['trainings']} trainings queued"
+        )
+        if wait:
+            final = follow(client, experiment["id"])
+            console.print(f"experiment {final['id']} {final['status']}: {final['run_counts']}")
+            print_runs(list(client.iter_runs(experiment_id=[experiment["id"]], sort="id")))
+            if final["status"] != "done":
+                raise typer.Exit(1)
+
+
+def follow(client: OrreryClient, experiment_id: int) -> dict[str, Any]:
+    """Show a progress bar per run until all have finished."""
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=console,
+    ) as bars:
+        tasks: dict[int, Any] = {}
+
+        def update(runs: list[dict[str, Any]]) -> None:
+            for run in runs:
+                if run["id"] not in tasks:
+                    label = f"run {run['id']} {run['technique']} @ {run['accelerator_name']}"
+                    tasks[run["id"]] = bars.add_task(label, total=1.0, status=run["status"])
+                bars.update(tasks[run["id"]], completed=run["progress"], status=run["status"])
+
+        return _call(lambda: client.wait(experiment_id, on_update=update))
+
+
+def print_runs(runs: list[dict[str, Any]]) -> None:
+    table = Table(show_lines=False)
+    for column in (
+        "id",
+        "technique",
+        "model",
+        "dataset",
+        "accelerator",
+        "status",
+        "accuracy",
+        "speedup",
+        "energy ratio",
+        "cycles",
+    ):
+        table.add_column(
+            column,
+            justify="right"
+            if column in ("id", "accuracy", "speedup", "energy ratio", "cycles")
+            else "left",
+        )
+    for run in runs:
+        table.add_row(
+            str(run["id"]),
+            run["technique"],
+            run["model"],
+            run["dataset"],
+            run["accelerator_name"],
+            run["status"] if not run["error"] else f"{run['status']}: {run['error'][:40]}",
+            _fmt(run["accuracy"], "{:.2%}"),
+            _fmt(run["speedup"], "{:.2f}x"),
+            _fmt(run["energy_ratio"], "{:.2f}"),
+            _fmt(run["total_cycles"], "{:,}"),
+        )
+    console.print(table)
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+@app.command()
+def runs(
+    experiment: Annotated[list[int] | None, typer.Option(help="experiment id (repeatable)")] = None,
+    technique: Annotated[list[str] | None, typer.Option(help="technique (repeatable)")] = None,
+    status: Annotated[list[str] | None, typer.Option(help="status (repeatable)")] = None,
+    sort: Annotated[str, typer.Option(help="columns, '-' for descending")] = "-id",
+    limit: Annotated[int, typer.Option(help="rows to show")] = 50,
+    url: ServerUrl = "http://127.0.0.1:8000",
+    token: Token = None,
+) -> None:
+    """List runs as a table."""
+    filters = {
+        "experiment_id": experiment or [],
+        "technique": technique or [],
+        "status": status or [],
+        "sort": sort,
+        "limit": limit,
+    }
+    with _client(url, token) as client:
+        page = _call(lambda: client.runs(**filters))
+    print_runs(page["items"])
+    console.print(f"{len(page['items'])} of {page['total']} runs")
+
+
+@app.command()
+def export(
+    output: Annotated[Path, typer.Option("--output", "-o", help="file to write")],
+    format: Annotated[str, typer.Option(help="csv or json")] = "csv",
+    experiment: Annotated[list[int] | None, typer.Option(help="experiment id (repeatable)")] = None,
+    url: ServerUrl = "http://127.0.0.1:8000",
+    token: Token = None,
+) -> None:
+    """Export every matching run (with params, times and metrics) to CSV or JSON."""
+    if format not in ("csv", "json"):
+        _fail(f"--format must be csv or json, not '{format}'")
+    with _client(url, token) as client, output.open("wb") as handle:
+        _call(
+            lambda: [
+                handle.write(chunk)
+                for chunk in client.export(format, experiment_id=experiment or [])
+            ]
+        )
+    console.print(f"wrote {output}")
+
+
+@app.command()
+def simulate(
+    model: Annotated[str, typer.Argument(help=f"model: {', '.join(MODEL_NAMES)}")],
+    accel: Annotated[
+        str, typer.Option(help=f"accelerator preset: {', '.join(PRESETS)}")
+    ] = "tpu-like",
+    dataset: Annotated[str, typer.Option(help="data set whose input shape to use")] = "mnist",
+    batch_size: Annotated[int, typer.Option(help="mini-batch size")] = 64,
+    width: Annotated[int, typer.Option(help="base channel width")] = 16,
+) -> None:
+    """Simulate one dense training step of a zoo model on a preset; print a per-layer table."""
+    if accel not in PRESETS:
+        _fail(f"--accel: unknown preset '{accel}'; choose one of {', '.join(PRESETS)}")
+    try:
+        config = TrainingConfig(model=model, dataset=dataset, batch_size=batch_size, width=width)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        _fail(f"{'.'.join(str(p) for p in error['loc']) or 'spec'}: {error['msg']}")
+    from worker.sim import simulate as run_simulation
+    from worker.sim.report import layer_table
+    from worker.training import dense_workload
+
+    console.print(layer_table(run_simulation(dense_workload(config), PRESETS[accel])))
 
 
 def _redact(url: str) -> str:

@@ -19,6 +19,7 @@ class TaskName:
     """Names of the worker's tasks: the only thing the API knows about them."""
 
     PING = "orrery.ping"
+    TRAIN = "orrery.train"
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -28,6 +29,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     # worker while the first is still busy with it: Redis's visibility timeout is therefore
     # longer than the hard time limit of any task.
     visibility_timeout = settings.task_time_limit + 3600
+    redis_options = {"visibility_timeout": visibility_timeout}
+    broker_is_redis = settings.effective_broker_url.startswith(("redis://", "rediss://"))
+    backend_is_redis = settings.effective_result_backend.startswith(("redis://", "rediss://"))
     return {
         "broker_url": settings.effective_broker_url,
         "result_backend": settings.effective_result_backend,
@@ -42,8 +46,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_soft_time_limit": settings.task_time_limit - 30,
         "task_track_started": True,
         "task_default_queue": QUEUE,
-        "broker_transport_options": {"visibility_timeout": visibility_timeout},
-        "result_backend_transport_options": {"visibility_timeout": visibility_timeout},
+        # Only Redis has a visibility timeout; other transports pass options to their driver.
+        "broker_transport_options": redis_options if broker_is_redis else {},
+        "result_backend_transport_options": redis_options if backend_is_redis else {},
         "broker_connection_retry_on_startup": True,
         "result_expires": 7 * 24 * 3600,
         "worker_hijack_root_logger": False,

@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     task_time_limit: int = Field(6 * 3600, ge=60, description="hard limit of one task, seconds")
     max_runs_per_experiment: int = Field(5000, ge=1)
     worker_concurrency: int = Field(1, ge=1, description="training processes per worker")
+    single_user: bool | None = Field(
+        None,
+        description="no login, every request acts as the local user (default: on when embedded)",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -52,6 +56,10 @@ class Settings(BaseSettings):
     @property
     def is_embedded(self) -> bool:
         return self.effective_database_url.startswith("sqlite")
+
+    @property
+    def single_user_mode(self) -> bool:
+        return self.is_embedded if self.single_user is None else self.single_user
 
     def effective_secret_key(self) -> str:
         """The configured key, or one generated once and kept in the data dir."""

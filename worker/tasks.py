@@ -5,11 +5,41 @@ from __future__ import annotations
 import os
 import socket
 
+from celery import Task
+from sqlalchemy.exc import OperationalError
+
 from backend.queue import TaskName
+from backend.settings import get_settings
 from worker.app import app
+from worker.jobs import run_training_job
+from worker.training import Progress
 
 
 @app.task(name=TaskName.PING)
 def ping() -> dict[str, object]:
     """Answer with who ran the task, so a health check proves a worker is consuming."""
     return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+@app.task(
+    name=TaskName.TRAIN,
+    bind=True,
+    # A database that is briefly away (restart, failover) is worth waiting for.
+    autoretry_for=(OperationalError,),
+    retry_backoff=2,
+    retry_backoff_max=120,
+    retry_jitter=True,
+    max_retries=8,
+)
+def train(self: Task, training_id: int) -> dict[str, object]:
+    """Train one training, store its workload and epochs, simulate each of its runs."""
+
+    def on_progress(progress: Progress) -> None:
+        self.update_state(
+            state="PROGRESS",
+            meta={"fraction": progress.fraction, "epoch": progress.epoch, "batch": progress.batch},
+        )
+
+    database_url = get_settings().effective_database_url
+    status = run_training_job(database_url, training_id, self.request.id, on_progress=on_progress)
+    return {"training_id": training_id, "status": status}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from backend.api import health
+from backend.api import experiments, health, runs
 from backend.queue import make_celery
 from backend.settings import Settings, get_settings
 
@@ -26,5 +26,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.celery = make_celery(settings, name="orrery-api")
-    app.include_router(health.router, prefix=API_PREFIX)
+    for router in (health.router, experiments.router, runs.router):
+        app.include_router(router, prefix=API_PREFIX)
     return app

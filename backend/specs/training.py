@@ -6,9 +6,9 @@ technique knob has the default documented in the papers' notes; a user may sweep
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 ModelName = Literal["mlp", "lenet5", "vgg-small", "resnet8", "resnet20", "transformer-tiny"]
 DatasetName = Literal["digits", "mnist", "fashion-mnist", "idx-dir", "cifar10-dir"]
@@ -131,3 +131,11 @@ def technique_label(
     """'mercury+sparsetrain' for a composed run, 'baseline' for none."""
     names = sorted({t.name for t in techniques if t.name != "baseline"})
     return "+".join(names) if names else "baseline"
+
+
+_technique_list: TypeAdapter[list[AnyTechnique]] = TypeAdapter(list[TechniqueParams])
+
+
+def parse_techniques(data: list[dict[str, Any]]) -> list[AnyTechnique]:
+    """Technique params from their stored JSON form."""
+    return _technique_list.validate_python(data)

@@ -1,0 +1,213 @@
+"""Experiments: submit, preview, list, show, cancel, and a server-sent event stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import StreamingResponse
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from backend.api.deps import CeleryDep, DbSession, SettingsDep
+from backend.api.run_query import visible_to
+from backend.api.schemas import ExpansionPreview, ExperimentOut, Page, RunCounts
+from backend.api.security import CurrentUser, team_ids
+from backend.db.models import Experiment, Run, Training, User
+from backend.db.session import session_factory
+from backend.experiments import service
+from backend.experiments.expand import Expansion, ExpansionError, expand
+from backend.specs.experiment import ExperimentSpec
+
+router = APIRouter(prefix="/experiments", tags=["experiments"])
+
+
+def _expand_or_422(spec: ExperimentSpec, max_runs: int) -> Expansion:
+    try:
+        return expand(spec, max_runs)
+    except ExpansionError as exc:
+        raise RequestValidationError(
+            [{"loc": ("body", *exc.loc), "msg": exc.message, "type": "value_error"}]
+        ) from exc
+
+
+def _check_team(db: Session, user: User, team_id: int | None) -> None:
+    if team_id is not None and team_id not in team_ids(db, user, roles=("owner", "member")):
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("body", "team_id"),
+                    "msg": f"you are not an owner or member of team {team_id}",
+                    "type": "value_error",
+                }
+            ]
+        )
+
+
+def _out(experiment: Experiment, counts: dict[str, int], trainings: int = 0) -> ExperimentOut:
+    return ExperimentOut(
+        id=experiment.id,
+        name=experiment.name,
+        status=experiment.status,
+        owner_id=experiment.owner_id,
+        team_id=experiment.team_id,
+        created_at=experiment.created_at,
+        finished_at=experiment.finished_at,
+        spec=experiment.spec,
+        run_counts=RunCounts(**counts),
+        total_runs=sum(counts.values()),
+        trainings=trainings,
+    )
+
+
+def get_visible_experiment(db: Session, user: User, experiment_id: int) -> Experiment:
+    experiment = db.scalar(
+        select(Experiment).where(Experiment.id == experiment_id, visible_to(user, db))
+    )
+    if experiment is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"experiment {experiment_id} not found")
+    return experiment
+
+
+@router.post("/preview", response_model=ExpansionPreview)
+def preview(spec: ExperimentSpec, settings: SettingsDep, user: CurrentUser) -> ExpansionPreview:
+    """How many runs and trainings a spec expands to, without submitting it."""
+    expansion = _expand_or_422(spec, settings.max_runs_per_experiment)
+    baselines = sum(1 for r in expansion.runs if r.params["technique"] == "baseline")
+    return ExpansionPreview(
+        runs=len(expansion.runs), trainings=len(expansion.trainings), baseline_runs=baselines
+    )
+
+
+@router.post("", response_model=ExperimentOut, status_code=status.HTTP_201_CREATED)
+def create_experiment(
+    spec: ExperimentSpec,
+    db: DbSession,
+    celery: CeleryDep,
+    settings: SettingsDep,
+    user: CurrentUser,
+) -> ExperimentOut:
+    """Expand the spec into runs (a baseline for each training config and seed), store them,
+    and queue one training task per distinct training."""
+    _check_team(db, user, spec.team_id)
+    expansion = _expand_or_422(spec, settings.max_runs_per_experiment)
+    try:
+        experiment = service.submit(db, celery, spec, expansion, owner_id=user.id)
+    except service.BrokerUnavailable as exc:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"the task queue is unreachable, nothing was submitted; try again later ({exc})",
+        ) from exc
+    counts = service.run_counts(db, [experiment.id])[experiment.id]
+    return _out(experiment, counts, trainings=len(expansion.trainings))
+
+
+@router.get("", response_model=Page[ExperimentOut])
+def list_experiments(
+    db: DbSession,
+    user: CurrentUser,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[ExperimentOut]:
+    """Your experiments and your teams', newest first."""
+    query = select(Experiment).where(visible_to(user, db))
+    total = db.scalar(select(func.count()).select_from(query.subquery())) or 0
+    experiments = list(
+        db.scalars(
+            query.order_by(Experiment.created_at.desc(), Experiment.id.desc())
+            .limit(limit)
+            .offset(offset)
+        )
+    )
+    counts = service.run_counts(db, [e.id for e in experiments])
+    return Page(
+        total=total,
+        limit=limit,
+        offset=offset,
+        items=[_out(e, counts[e.id]) for e in experiments],
+    )
+
+
+@router.get("/{experiment_id}", response_model=ExperimentOut)
+def show_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> ExperimentOut:
+    experiment = get_visible_experiment(db, user, experiment_id)
+    trainings = db.scalar(
+        select(func.count()).select_from(Training).where(Training.experiment_id == experiment.id)
+    )
+    return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id], trainings or 0)
+
+
+@router.post("/{experiment_id}/cancel", response_model=ExperimentOut)
+def cancel(
+    experiment_id: int, db: DbSession, celery: CeleryDep, user: CurrentUser
+) -> ExperimentOut:
+    """Cancel queued runs at once; running trainings stop between two batches."""
+    experiment = get_visible_experiment(db, user, experiment_id)
+    if experiment.owner_id != user.id and experiment.team_id not in team_ids(
+        db, user, roles=("owner", "member")
+    ):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot cancel experiments")
+    service.cancel_experiment(db, celery, experiment)
+    db.refresh(experiment)
+    return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id])
+
+
+def _snapshot(database_url: str, experiment_id: int) -> tuple[str, dict[int, tuple[str, float]]]:
+    with session_factory(database_url)() as db:
+        experiment_status = db.scalar(
+            select(Experiment.status).where(Experiment.id == experiment_id)
+        )
+        rows = db.execute(
+            select(Run.id, Run.status, Run.progress).where(Run.experiment_id == experiment_id)
+        )
+        return experiment_status or "deleted", {r.id: (r.status, r.progress) for r in rows}
+
+
+def _event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+@router.get(
+    "/{experiment_id}/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def events(
+    experiment_id: int,
+    request: Request,
+    db: DbSession,
+    user: CurrentUser,
+    interval: Annotated[float, Query(ge=0.2, le=30, description="seconds between polls")] = 1.0,
+) -> StreamingResponse:
+    """Server-sent events: `run` when a run's status or progress changes, `experiment` when the
+    experiment's status changes, `end` once every run has finished."""
+    get_visible_experiment(db, user, experiment_id)
+    database_url = request.app.state.settings.effective_database_url
+
+    async def stream() -> AsyncIterator[str]:
+        seen: dict[int, tuple[str, float]] = {}
+        last_status = None
+        while not await request.is_disconnected():
+            experiment_status, runs = await run_in_threadpool(
+                _snapshot, database_url, experiment_id
+            )
+            for run_id, state in runs.items():
+                if seen.get(run_id) != state:
+                    yield _event("run", {"id": run_id, "status": state[0], "progress": state[1]})
+            seen = runs
+            if experiment_status != last_status:
+                yield _event("experiment", {"id": experiment_id, "status": experiment_status})
+                last_status = experiment_status
+            if experiment_status in (*service.TERMINAL, "deleted"):
+                yield _event("end", {"id": experiment_id, "status": experiment_status})
+                return
+            await asyncio.sleep(interval)
+
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )

@@ -1,0 +1,182 @@
+"""Filtering and sorting of runs, shared by the list, Pareto and export endpoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import HTTPException, Query
+from sqlalchemy import Select, and_, or_, select
+from sqlalchemy.orm import Session
+
+from backend.api.security import team_ids
+from backend.db.models import Experiment, Run, User
+
+SORTABLE = {
+    "id": Run.id,
+    "created_at": Run.created_at,
+    "finished_at": Run.finished_at,
+    "status": Run.status,
+    "technique": Run.technique,
+    "model": Run.model,
+    "dataset": Run.dataset,
+    "accelerator_name": Run.accelerator_name,
+    "seed": Run.seed,
+    "progress": Run.progress,
+    "accuracy": Run.accuracy,
+    "loss": Run.loss,
+    "total_cycles": Run.total_cycles,
+    "compute_cycles": Run.compute_cycles,
+    "stall_cycles": Run.stall_cycles,
+    "energy_pj": Run.energy_pj,
+    "macs_algorithmic": Run.macs_algorithmic,
+    "macs_actual": Run.macs_actual,
+    "macs_skipped": Run.macs_skipped,
+    "dram_bytes": Run.dram_bytes,
+    "speedup": Run.speedup,
+    "energy_ratio": Run.energy_ratio,
+}
+METRICS = {
+    name
+    for name in SORTABLE
+    if name
+    not in {
+        "status",
+        "technique",
+        "model",
+        "dataset",
+        "accelerator_name",
+        "created_at",
+        "finished_at",
+    }
+}
+
+
+def visible_to(user: User, db: Session) -> Any:
+    """Rows of experiments the user owns or shares through a team."""
+    teams = team_ids(db, user)
+    clauses = [Experiment.owner_id == user.id]
+    if teams:
+        clauses.append(Experiment.team_id.in_(teams))
+    return or_(*clauses)
+
+
+@dataclass
+class RunFilters:
+    experiment_id: list[int]
+    technique: list[str]
+    model: list[str]
+    dataset: list[str]
+    status: list[str]
+    accelerator: list[str]
+    is_baseline: bool | None
+    param: list[str]
+    range: list[str]
+    sort: str
+
+    def where(self) -> list[Any]:
+        clauses: list[Any] = []
+        for column, values in (
+            (Run.experiment_id, self.experiment_id),
+            (Run.technique, self.technique),
+            (Run.model, self.model),
+            (Run.dataset, self.dataset),
+            (Run.status, self.status),
+            (Run.accelerator_name, self.accelerator),
+        ):
+            if values:
+                clauses.append(column.in_(values))
+        if self.is_baseline is not None:
+            clauses.append(Run.is_baseline.is_(self.is_baseline))
+        clauses.extend(_param_clause(item) for item in self.param)
+        clauses.extend(_range_clause(item) for item in self.range)
+        return clauses
+
+    def order_by(self) -> list[Any]:
+        order = []
+        for raw in filter(None, (part.strip() for part in self.sort.split(","))):
+            name = raw.lstrip("-+")
+            if name not in SORTABLE:
+                raise HTTPException(
+                    422, f"sort: unknown column '{name}'; sortable: {', '.join(sorted(SORTABLE))}"
+                )
+            column = SORTABLE[name]
+            order.append(
+                column.desc().nulls_last() if raw.startswith("-") else column.asc().nulls_last()
+            )
+        order.append(Run.id.asc())
+        return order
+
+
+def _param_clause(item: str) -> Any:
+    path, sep, value = item.partition(":")
+    if not sep or not path:
+        raise HTTPException(422, f"param: '{item}' must look like 'path:value'")
+    field = Run.params[path]
+    try:
+        number = float(value)
+    except ValueError:
+        if value.lower() in ("true", "false"):
+            return field.as_boolean().is_(value.lower() == "true")
+        return field.as_string() == value
+    return field.as_float() == number
+
+
+def _range_clause(item: str) -> Any:
+    parts = item.split(":")
+    if len(parts) != 3 or parts[0] not in METRICS:
+        raise HTTPException(
+            422,
+            f"range: '{item}' must look like 'metric:min:max' (either bound may be empty) "
+            f"with metric one of {', '.join(sorted(METRICS))}",
+        )
+    column = SORTABLE[parts[0]]
+    clauses = []
+    try:
+        if parts[1]:
+            clauses.append(column >= float(parts[1]))
+        if parts[2]:
+            clauses.append(column <= float(parts[2]))
+    except ValueError as exc:
+        raise HTTPException(422, f"range: bounds of '{item}' must be numbers") from exc
+    return and_(*clauses) if clauses else and_(True)
+
+
+def run_filters(
+    experiment_id: Annotated[list[int], Query(description="only these experiments")] = [],  # noqa: B006
+    technique: Annotated[list[str], Query(description="e.g. mercury, mercury+sparsetrain")] = [],  # noqa: B006
+    model: Annotated[list[str], Query(description="model names")] = [],  # noqa: B006
+    dataset: Annotated[list[str], Query(description="data set names")] = [],  # noqa: B006
+    status: Annotated[
+        list[str], Query(description="queued, running, done, failed, cancelled")
+    ] = [],  # noqa: B006
+    accelerator: Annotated[list[str], Query(description="accelerator names")] = [],  # noqa: B006
+    is_baseline: Annotated[bool | None, Query(description="only baselines, or none")] = None,
+    param: Annotated[
+        list[str], Query(description="swept value, 'path:value', e.g. 'mercury.signature_bits:16'")
+    ] = [],  # noqa: B006
+    range: Annotated[
+        list[str], Query(description="metric range 'metric:min:max', e.g. 'speedup:1.2:'")
+    ] = [],  # noqa: B006
+    sort: Annotated[str, Query(description="comma-separated columns, '-' for descending")] = "-id",
+) -> RunFilters:
+    return RunFilters(
+        experiment_id,
+        technique,
+        model,
+        dataset,
+        status,
+        accelerator,
+        is_baseline,
+        param,
+        range,
+        sort,
+    )
+
+
+def filtered_runs(db: Session, user: User, filters: RunFilters) -> Select[tuple[Run]]:
+    return (
+        select(Run)
+        .join(Experiment, Experiment.id == Run.experiment_id)
+        .where(visible_to(user, db), *filters.where())
+    )

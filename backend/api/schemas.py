@@ -1,0 +1,151 @@
+"""Response models of the REST API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class RunCounts(BaseModel):
+    queued: int = 0
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+    cancelled: int = 0
+
+
+class ExperimentOut(_Out):
+    id: int
+    name: str
+    status: str
+    owner_id: int | None
+    team_id: int | None
+    created_at: datetime
+    finished_at: datetime | None
+    spec: dict[str, Any]
+    run_counts: RunCounts = Field(default_factory=RunCounts)
+    total_runs: int = 0
+    trainings: int = 0
+
+
+class ExpansionPreview(BaseModel):
+    runs: int = Field(description="runs the spec expands to, baselines included")
+    trainings: int = Field(description="distinct trainings (each trains once)")
+    baseline_runs: int
+
+
+class RunMetrics(_Out):
+    accuracy: float | None = None
+    loss: float | None = None
+    total_cycles: int | None = None
+    compute_cycles: int | None = None
+    stall_cycles: int | None = None
+    energy_pj: float | None = None
+    macs_algorithmic: int | None = None
+    macs_actual: int | None = None
+    macs_skipped: int | None = None
+    macs_overhead: int | None = None
+    dram_bytes: int | None = None
+    speedup: float | None = None
+    energy_ratio: float | None = None
+
+
+class RunOut(RunMetrics):
+    id: int
+    experiment_id: int
+    training_id: int | None
+    baseline_run_id: int | None
+    is_baseline: bool
+    technique: str
+    model: str
+    dataset: str
+    accelerator_name: str
+    seed: int
+    status: str
+    progress: float
+    error: str | None
+    params: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class LayerOut(_Out):
+    position: int
+    layer: str
+    training_pass: str
+    role: str
+    macs_algorithmic: int
+    macs_actual: int
+    macs_skipped: int
+    macs_overhead: int
+    compute_cycles: int
+    stall_cycles: int
+    total_cycles: int
+    utilization: float
+    mapping_efficiency: float
+    dram_bytes: int
+    energy_pj: float
+    details: dict[str, Any]
+
+
+class EpochOut(_Out):
+    epoch: int
+    train_loss: float | None
+    train_accuracy: float | None
+    test_loss: float | None
+    test_accuracy: float | None
+    hit_rate: float | None
+    density_fwd: float | None
+    density_bwd: float | None
+    gp_fraction: float | None
+    cosine_similarity: float | None
+    seconds: float | None
+    per_layer: dict[str, Any]
+
+
+class RunDetail(RunOut):
+    technique_params: list[Any]
+    training_config: dict[str, Any]
+    accelerator_config: dict[str, Any]
+    summary: dict[str, Any] | None
+    layers: list[LayerOut]
+    epochs: list[EpochOut]
+
+
+class Page(BaseModel, Generic[T]):
+    total: int = Field(description="rows matching the filters, over all pages")
+    limit: int
+    offset: int
+    items: list[T]
+
+
+class Comparison(BaseModel):
+    run_id: int
+    baseline_run_id: int | None
+    technique: str
+    accelerator_name: str
+    speedup: float | None = Field(description="baseline cycles / run cycles, same accelerator")
+    energy_ratio: float | None = Field(description="run energy / baseline energy")
+    accuracy: float | None
+    baseline_accuracy: float | None
+    accuracy_delta: float | None = Field(description="run accuracy - baseline accuracy")
+
+
+class ParetoPoint(BaseModel):
+    run_id: int
+    technique: str
+    accelerator_name: str
+    speedup: float
+    accuracy_drop: float
+    energy_pj: float
+    on_front_2d: bool = Field(description="undominated in (speedup up, accuracy drop down)")
+    on_front_3d: bool = Field(description="undominated also counting energy (down)")

@@ -1,0 +1,199 @@
+"""Recording experiments and their runs, enqueueing trainings, cancelling, and status roll-up.
+
+Used by the API (create, cancel) and by the worker (status roll-up). No web or Celery types here
+except the Celery app handed in to send tasks by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import Celery
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from backend.db.models import Experiment, Run, Training
+from backend.experiments.expand import Expansion, training_key
+from backend.queue import TaskName
+from backend.specs.experiment import ExperimentSpec
+from backend.specs.training import BaselineParams
+
+TERMINAL = ("done", "failed", "cancelled")
+SEND_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+
+
+class BrokerUnavailable(RuntimeError):
+    """The task queue could not be reached; nothing was recorded."""
+
+
+def _accelerator_identity(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def record_experiment(
+    db: Session, spec: ExperimentSpec, expansion: Expansion, owner_id: int | None
+) -> Experiment:
+    """Insert the experiment, its trainings and runs (status queued), linking baselines."""
+    experiment = Experiment(
+        owner_id=owner_id,
+        team_id=spec.team_id,
+        name=spec.name,
+        spec=spec.model_dump(mode="json"),
+        status="queued",
+    )
+    db.add(experiment)
+    db.flush()
+    trainings: dict[str, Training] = {}
+    for plan in expansion.trainings.values():
+        training = Training(
+            experiment_id=experiment.id,
+            key=plan.key,
+            technique=plan.technique,
+            technique_params=plan.technique_params,
+            training_config=plan.training_config,
+            status="queued",
+        )
+        db.add(training)
+        trainings[plan.key] = training
+    db.flush()
+
+    runs: list[tuple[Run, str]] = []
+    for plan in expansion.runs:
+        training_plan = expansion.trainings[plan.training_key]
+        config = training_plan.training_config
+        run = Run(
+            experiment_id=experiment.id,
+            training_id=trainings[plan.training_key].id,
+            is_baseline=training_plan.is_baseline,
+            technique=training_plan.technique,
+            technique_params=training_plan.technique_params,
+            model=config["model"],
+            dataset=config["dataset"],
+            training_config=config,
+            accelerator_name=plan.accelerator_name,
+            accelerator_config=plan.accelerator_config,
+            params=plan.params,
+            seed=config["seed"],
+            status="queued",
+        )
+        db.add(run)
+        runs.append((run, plan.training_key))
+    db.flush()
+
+    baseline_members = [BaselineParams().model_dump()]
+    baselines = {
+        (run.training_id, _accelerator_identity(run.accelerator_config)): run
+        for run, _ in runs
+        if run.is_baseline
+    }
+    for run, key in runs:
+        if run.is_baseline:
+            continue
+        config = expansion.trainings[key].training_config
+        baseline_training = trainings[training_key(config, baseline_members)]
+        baseline = baselines[(baseline_training.id, _accelerator_identity(run.accelerator_config))]
+        run.baseline_run_id = baseline.id
+    return experiment
+
+
+def enqueue_trainings(db: Session, celery: Celery, trainings: list[Training]) -> None:
+    """Give each training a task id, commit, then send the tasks by name."""
+    for training in trainings:
+        training.task_id = str(uuid.uuid4())
+    db.commit()
+    for training in trainings:
+        try:
+            celery.send_task(
+                TaskName.TRAIN,
+                args=[training.id],
+                task_id=training.task_id,
+                retry=True,
+                retry_policy=SEND_RETRY_POLICY,
+            )
+        except Exception as exc:  # kombu raises many connection error types
+            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def submit(
+    db: Session, celery: Celery, spec: ExperimentSpec, expansion: Expansion, owner_id: int | None
+) -> Experiment:
+    """Record and enqueue an experiment; on a broker failure remove it again and raise."""
+    experiment = record_experiment(db, spec, expansion, owner_id)
+    trainings = list(db.scalars(select(Training).where(Training.experiment_id == experiment.id)))
+    try:
+        enqueue_trainings(db, celery, trainings)
+    except BrokerUnavailable:
+        db.rollback()
+        db.execute(delete(Experiment).where(Experiment.id == experiment.id))  # cascades in SQL
+        db.commit()
+        raise
+    return experiment
+
+
+def run_counts(db: Session, experiment_ids: list[int]) -> dict[int, dict[str, int]]:
+    rows = db.execute(
+        select(Run.experiment_id, Run.status, func.count())
+        .where(Run.experiment_id.in_(experiment_ids))
+        .group_by(Run.experiment_id, Run.status)
+    )
+    counts: dict[int, dict[str, int]] = {i: {} for i in experiment_ids}
+    for experiment_id, status, count in rows:
+        counts[experiment_id][status] = count
+    return counts
+
+
+def refresh_experiment_status(db: Session, experiment_id: int) -> str:
+    """Roll the runs' statuses up into the experiment's."""
+    counts = run_counts(db, [experiment_id])[experiment_id]
+    total = sum(counts.values())
+    if counts.get("queued", 0) + counts.get("running", 0) > 0:
+        status = "running" if counts.get("running", 0) or counts.get("done", 0) else "queued"
+    elif total and counts.get("done", 0) == total:
+        status = "done"
+    elif counts.get("failed", 0):
+        status = "failed"
+    else:
+        status = "cancelled"
+    values: dict[str, Any] = {"status": status}
+    if status in TERMINAL:
+        values["finished_at"] = datetime.now(UTC)
+    db.execute(update(Experiment).where(Experiment.id == experiment_id).values(**values))
+    return status
+
+
+def cancel_experiment(db: Session, celery: Celery, experiment: Experiment) -> None:
+    """Cancel queued runs now; running trainings stop at their next batch."""
+    trainings = list(
+        db.scalars(
+            select(Training).where(
+                Training.experiment_id == experiment.id, Training.status.not_in(TERMINAL)
+            )
+        )
+    )
+    queued_task_ids = [t.task_id for t in trainings if t.status == "queued" and t.task_id]
+    now = datetime.now(UTC)
+    for training in trainings:
+        training.cancel_requested = True
+        if training.status == "queued":
+            training.status = "cancelled"
+            training.finished_at = now
+    db.execute(
+        update(Run)
+        .where(Run.experiment_id == experiment.id, Run.status == "queued")
+        .values(status="cancelled", finished_at=now)
+    )
+    refresh_experiment_status(db, experiment.id)
+    db.commit()
+    if queued_task_ids:
+        # The database flag is what workers obey; revoking only saves them a fetch.
+        with contextlib.suppress(Exception):
+            celery.control.revoke(queued_task_ids)

@@ -1,0 +1,125 @@
+"""What a researcher submits: an experiment, which the server expands into runs.
+
+An experiment names one training config, one or more technique sets, one or more accelerators,
+the seeds, and optionally a sweep over any numeric or choice field. The sweep's axes are paths:
+
+- ``training.<field>`` (e.g. ``training.learning_rate``),
+- ``accelerator.<field>`` and nested ``accelerator.energy.dram`` (applied to every accelerator),
+- ``<technique>.<field>`` (e.g. ``mercury.signature_bits``, applied where that technique runs).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from backend.specs.accelerator import PRESETS, AcceleratorConfig
+from backend.specs.training import TechniqueParams, TrainingConfig
+
+Scalar = float | int | str | bool
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SweepAxis(_Spec):
+    """The values one field takes: a list, a range, or (random sampling) an interval."""
+
+    values: list[Scalar] | None = Field(
+        None, min_length=1, max_length=10_000, description="explicit values (grid or random choice)"
+    )
+    start: float | None = Field(None, description="range start, inclusive")
+    stop: float | None = Field(None, description="range stop, inclusive")
+    step: float | None = Field(None, gt=0, description="range step")
+    low: float | None = Field(None, description="random sampling: lower bound")
+    high: float | None = Field(None, description="random sampling: upper bound")
+    log: bool = Field(False, description="random sampling: uniform in log space")
+    integer: bool = Field(False, description="round sampled or ranged values to integers")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> SweepAxis:
+        forms = [
+            self.values is not None,
+            self.start is not None or self.stop is not None or self.step is not None,
+            self.low is not None or self.high is not None,
+        ]
+        if sum(forms) != 1:
+            raise ValueError("give exactly one of: values; start/stop/step; low/high")
+        if forms[1] and (self.start is None or self.stop is None or self.step is None):
+            raise ValueError("a range needs start, stop and step")
+        if forms[1] and self.stop < self.start:  # type: ignore[operator]
+            raise ValueError("stop must not be below start")
+        if forms[2]:
+            if self.low is None or self.high is None or self.high < self.low:
+                raise ValueError("an interval needs low <= high")
+            if self.log and self.low <= 0:
+                raise ValueError("a log interval needs low > 0")
+        return self
+
+
+class Sweep(_Spec):
+    """A grid over every combination, or a seeded random sample of points."""
+
+    mode: Literal["grid", "random"] = Field("grid", description="full grid or random sample")
+    samples: int = Field(10, ge=1, le=100_000, description="random mode: points to draw")
+    seed: int = Field(0, ge=0, description="random mode: seed of the sampler")
+    parameters: dict[str, SweepAxis] = Field(
+        default_factory=dict, description="axis path -> values, e.g. 'accelerator.rows'"
+    )
+
+    @model_validator(mode="after")
+    def _intervals_only_in_random_mode(self) -> Sweep:
+        for path, axis in self.parameters.items():
+            if self.mode == "grid" and axis.low is not None:
+                raise ValueError(f"parameter '{path}': low/high intervals need mode 'random'")
+        return self
+
+
+TechniqueSet = Annotated[
+    TechniqueParams | list[TechniqueParams],
+    Field(description="one technique, or a list of techniques composed in one run"),
+]
+AcceleratorChoice = Annotated[
+    str | AcceleratorConfig,
+    Field(description=f"a preset name ({', '.join(PRESETS)}) or a full accelerator config"),
+]
+
+
+class ExperimentSpec(_Spec):
+    """An experiment: the cross product of techniques, accelerators, seeds and sweep points."""
+
+    name: str = Field(..., min_length=1, max_length=200, description="shown in tables")
+    description: str = Field("", max_length=5000, description="free text")
+    team_id: int | None = Field(None, description="share with this team (you must be a member)")
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    techniques: list[TechniqueSet] = Field(
+        ..., min_length=1, max_length=50, description="technique sets to compare with baseline"
+    )
+    accelerators: list[AcceleratorChoice] = Field(
+        default_factory=lambda: ["tpu-like"],
+        min_length=1,
+        max_length=100,
+        description="accelerators every training is simulated on",
+    )
+    seeds: list[int] = Field(
+        default_factory=lambda: [0], min_length=1, max_length=100, description="training seeds"
+    )
+    sweep: Sweep | None = Field(None, description="optional sweep over any field")
+
+    @field_validator("accelerators")
+    @classmethod
+    def _known_presets(cls, accelerators: list[Any]) -> list[Any]:
+        for choice in accelerators:
+            if isinstance(choice, str) and choice not in PRESETS:
+                raise ValueError(f"unknown preset '{choice}'; choose one of {sorted(PRESETS)}")
+        return accelerators
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_in_range(cls, seeds: list[int]) -> list[int]:
+        for seed in seeds:
+            if not 0 <= seed < 2**31:
+                raise ValueError(f"seed {seed} must be in [0, 2^31)")
+        return seeds

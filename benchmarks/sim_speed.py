@@ -1,0 +1,132 @@
+"""How fast the simulator core evaluates layer-passes, next to SCALE-Sim on the same layers.
+
+Prints, from one run:
+- layer-pass evaluations per second of simulate_many (one core), sweeping accelerator configs
+  over a CIFAR-scale network's training GEMMs, with and without materialising the per-row
+  LayerPassResult objects;
+- the time to re-simulate a stored (JSON) workload of a 10-layer network, with measured per-lane
+  non-zero counts on every backward pass, on a new accelerator config;
+- SCALE-Sim v3.0.0's seconds per layer on a sample of the same GEMMs and our seconds per
+  evaluation of those same GEMMs, and the ratio.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from backend.specs.accelerator import AcceleratorConfig
+from worker.sim import Workload, simulate, simulate_many
+from worker.sim.lowering import lower_conv2d, lower_linear
+from worker.sim.workload import GemmOp, TrainingPass
+
+SCALESIM_SAMPLE = 4  # GEMMs given to SCALE-Sim (it takes seconds per layer)
+
+
+def network_ops(batch: int) -> list[GemmOp]:
+    """A 10-layer CIFAR-style CNN (9 convs and a classifier) lowered for training."""
+    ops: list[GemmOp] = []
+    size, channels = 32, 3
+    for i, (out, stride) in enumerate([(16, 1), (16, 1), (32, 2), (32, 1), (64, 2), (64, 1),
+                                       (128, 2), (128, 1), (128, 1)]):  # fmt: skip
+        ops += lower_conv2d(f"conv{i}", batch, channels, out, size, size, 3, stride, padding=1)
+        size = (size + 2 - 3) // stride + 1
+        channels = out
+    return ops + lower_linear("fc", batch, channels, 10)
+
+
+def measured_workload(batch: int, iterations: int, rng: np.random.Generator) -> Workload:
+    """The network as the training engine would store it: sparse backward passes, GP steps."""
+    ops = network_ops(batch)
+    for op in ops:
+        op.executions = iterations
+        if op.pass_ is not TrainingPass.FWD:
+            op.executions = iterations // 2
+            op.density_a = 0.3
+            op.a_row_nnz = rng.binomial(op.k, 0.3, size=op.m).astype(np.int64)
+        else:
+            op.density_a = 0.55
+    return Workload("cnn10", "cifar10", batch, iterations, ops, technique="sparsetrain+adagp")
+
+
+def configs(count: int, rng: np.random.Generator) -> list[AcceleratorConfig]:
+    return [
+        AcceleratorConfig(
+            name=f"cfg{i}",
+            rows=int(rng.choice([8, 12, 16, 32, 64, 128])),
+            cols=int(rng.choice([8, 14, 16, 32, 64, 128])),
+            dataflow=str(rng.choice(["os", "ws", "is"])),
+            ifmap_sram_kib=int(rng.choice([16, 64, 256])),
+            filter_sram_kib=int(rng.choice([16, 64, 256])),
+            ofmap_sram_kib=int(rng.choice([16, 64, 256])),
+            dram_bandwidth=float(rng.choice([2.0, 8.0, 32.0])),
+        )
+        for i in range(count)
+    ]
+
+
+def best_seconds(run, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    dense = Workload("cnn10", "cifar10", 128, 1000, network_ops(128))
+    for op in dense.ops:
+        op.executions = 1000
+    sweep = configs(400, rng)
+    evaluations = len(dense.ops) * len(sweep)
+    core = best_seconds(lambda: simulate_many(dense, sweep), 5)
+    rows = best_seconds(lambda: [r.layers for r in simulate_many(dense, sweep)], 3)
+    print(f"layer-pass GEMMs: {len(dense.ops)}, accelerator configs: {len(sweep)}")
+    print(f"core (columns):          {evaluations / core:12,.0f} layer-pass evaluations/s")
+    print(f"with LayerPassResult:    {evaluations / rows:12,.0f} layer-pass evaluations/s")
+
+    stored = json.dumps(measured_workload(128, 1000, rng).to_dict())
+    workload = Workload.from_dict(json.loads(stored))
+    new_accel = configs(1, np.random.default_rng(1))[0]
+    samples = [best_seconds(lambda: simulate(workload, new_accel).totals, 1) for _ in range(50)]
+    reload = best_seconds(
+        lambda: simulate(Workload.from_dict(json.loads(stored)), new_accel).totals, 20
+    )
+    print(
+        f"re-simulate stored 10-layer workload ({len(workload.ops)} GEMMs, sparse counts): "
+        f"median {1e3 * statistics.median(samples):.2f} ms, "
+        f"with JSON load {1e3 * reload:.2f} ms"
+    )
+
+    if importlib.util.find_spec("scalesim") is None:
+        print("scalesim not installed: no comparison")
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.sim
+    from tests.sim.scalesim_harness import run_scalesim
+
+    sample = [op for op in dense.ops if op.m * op.k * op.n < 3e6][:SCALESIM_SAMPLE]
+    gemms = tuple((op.m, op.k, op.n) for op in sample)
+    accel = AcceleratorConfig(rows=16, cols=16, dataflow="os")
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        run_scalesim(Path(tmp), accel.rows, accel.cols, accel.dataflow, gemms=gemms)
+        scalesim_per_layer = (time.perf_counter() - start) / len(gemms)
+    sample_workload = Workload("sample", "cifar10", 128, 1, sample)
+    ours = best_seconds(lambda: simulate(sample_workload, accel).totals, 20) / len(sample)
+    shapes = ", ".join(f"{m}x{k}x{n}" for m, k, n in gemms)
+    print(f"SCALE-Sim 3.0.0 on {len(gemms)} GEMMs ({shapes}), 16x16 os:")
+    print(f"  scalesim {scalesim_per_layer:.3f} s/layer, ours {1e6 * ours:.1f} µs/layer, "
+          f"ratio {scalesim_per_layer / ours:,.0f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -92,16 +92,19 @@ class SimulationResult:
 
     @cached_property
     def layers(self) -> list[LayerPassResult]:
-        cols = {name: values.tolist() for name, values in self.columns.items()}
+        names = list(self.columns)
+        columns = [values.tolist() for values in self.columns.values()]
         return [
             LayerPassResult(
                 layer=layer,
                 pass_=pass_,
                 role=role,
                 executions=executions,
-                **_figures({name: values[i] for name, values in cols.items()}),
+                **_figures(dict(zip(names, values, strict=True))),
             )
-            for i, (layer, pass_, role, executions) in enumerate(self.labels)
+            for (layer, pass_, role, executions), values in zip(
+                self.labels, zip(*columns, strict=True), strict=True
+            )
         ]
 
     @cached_property
@@ -126,22 +129,14 @@ class SimulationResult:
 
 
 def _figures(c: dict[str, float]) -> dict[str, Any]:
-    sram_reads = {o: float(c[f"sram_reads_{o}"]) for o in OPERANDS}
-    sram_writes = {o: float(c[f"sram_writes_{o}"]) for o in OPERANDS}
-    dram_reads = {o: float(c[f"dram_reads_{o}"]) for o in OPERANDS}
-    dram_writes = {o: float(c[f"dram_writes_{o}"]) for o in OPERANDS}
-    by_level = {lv: float(c[f"energy_{lv}_pj"]) for lv in ENERGY_LEVELS}
+    """Row figures from column values (Python floats), grouping the per-operand columns."""
+    sram_reads = {o: c[f"sram_reads_{o}"] for o in OPERANDS}
+    sram_writes = {o: c[f"sram_writes_{o}"] for o in OPERANDS}
+    dram_reads = {o: c[f"dram_reads_{o}"] for o in OPERANDS}
+    dram_writes = {o: c[f"dram_writes_{o}"] for o in OPERANDS}
+    by_level = {lv: c[f"energy_{lv}_pj"] for lv in ENERGY_LEVELS}
     return {
-        "macs_algorithmic": float(c["macs_algorithmic"]),
-        "macs_actual": float(c["macs_actual"]),
-        "macs_skipped": float(c["macs_skipped"]),
-        "macs_overhead": float(c["macs_overhead"]),
-        "compute_cycles": float(c["compute_cycles"]),
-        "extension_cycles": float(c["extension_cycles"]),
-        "stall_cycles": float(c["stall_cycles"]),
-        "total_cycles": float(c["total_cycles"]),
-        "utilization": float(c["utilization"]),
-        "mapping_efficiency": float(c["mapping_efficiency"]),
+        **{name: c[name] for name in _SCALAR_FIGURES},
         "sram_reads": sum(sram_reads.values()),
         "sram_writes": sum(sram_writes.values()),
         "sram_reads_by_operand": sram_reads,
@@ -150,8 +145,22 @@ def _figures(c: dict[str, float]) -> dict[str, Any]:
         "dram_writes": sum(dram_writes.values()),
         "dram_reads_by_operand": dram_reads,
         "dram_writes_by_operand": dram_writes,
-        "dram_bytes": float(c["dram_bytes"]),
         "energy_pj": sum(by_level.values()),
         "energy_by_level": by_level,
-        "energy_by_operand": {o: float(c[f"energy_{o}_pj"]) for o in OPERANDS},
+        "energy_by_operand": {o: c[f"energy_{o}_pj"] for o in OPERANDS},
     }
+
+
+_SCALAR_FIGURES = (
+    "macs_algorithmic",
+    "macs_actual",
+    "macs_skipped",
+    "macs_overhead",
+    "compute_cycles",
+    "extension_cycles",
+    "stall_cycles",
+    "total_cycles",
+    "utilization",
+    "mapping_efficiency",
+    "dram_bytes",
+)

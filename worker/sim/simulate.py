@@ -9,6 +9,9 @@ Per execution of one GEMM (all `groups` run back to back):
   reduction shrinks k to ceil(k * folded_k_fraction). The reduced GEMM runs on the array.
 - Array cycles are SCALE-Sim's (worker.sim.systolic) for the reduced GEMM, with the streamed steps
   replaced by zero-skipping's when the accelerator skips zeros and an operand is sparse.
+- Overhead GEMMs (e.g. MERCURY's signature projection) are costed like any GEMM on the array,
+  with their own dataflow mapping, traffic and energy, but count as overhead MACs; predictor GEMMs
+  run on the predictor unit when there is one (worker.sim.extensions).
 - Compute cycles add the extension cycles (MCACHE lookups, column-ALU extra ops, predictor unit;
   worker.sim.extensions); stall cycles come from the DRAM traffic (worker.sim.memory).
 - MACs: algorithmic = dense m*k*n*groups over every iteration of the training for compute GEMMs
@@ -31,7 +34,7 @@ from worker.sim.memory import dram_traffic, stall_cycles
 from worker.sim.results import OPERANDS, SimulationResult
 from worker.sim.systolic import DATAFLOW_CODES, dense_compute, map_gemm
 from worker.sim.workload import GemmOp, Workload
-from worker.sim.zero_skipping import sparse_stream
+from worker.sim.zero_skipping import SparseStream, sparse_stream
 
 
 @dataclass(frozen=True)
@@ -128,13 +131,15 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
     array_cycles = np.where(on_array, dense.cycles, 0).astype(np.float64)
     mac_fraction = np.ones(m.shape)
     sparse_pairs = np.argwhere(on_array & ops.sparse & skips_zeros)
+    streams: dict[tuple[int, ...], SparseStream] = {}  # configs often share an array shape
     for p, i in sparse_pairs:
-        stream = sparse_stream(
-            workload.ops[i], int(m[p, i]), int(k[p, i]), int(n[p, i]),
-            int(rows[p, 0]), int(cols[p, 0]), int(df[p, 0]),
-        )  # fmt: skip
-        folds = mapping.folds[p, i]
-        array_cycles[p, i] = stream.temporal_cycles + folds * mapping.fill_drain[p, i] - 1
+        key = (i, m[p, i], k[p, i], n[p, i], rows[p, 0], cols[p, 0], df[p, 0])
+        if key not in streams:
+            streams[key] = sparse_stream(workload.ops[i], *(int(v) for v in key[1:]))
+        stream = streams[key]
+        array_cycles[p, i] = (
+            stream.temporal_cycles + mapping.folds[p, i] * mapping.fill_drain[p, i] - 1
+        )
         mac_fraction[p, i] = stream.mac_fraction
 
     effective_macs = np.where(runs, m * k * n, 0) * ops.groups

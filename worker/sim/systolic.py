@@ -89,9 +89,10 @@ def dense_compute(
 ) -> DenseCompute:
     mp = map_gemm(m, k, n, rows, cols, df)
     cycles = mp.folds * (mp.temporal + mp.fill_drain) - 1
-    # The mean over a grid of folds of (rows used / R) * (cols used / C) factorises.
-    mapping_efficiency = (mp.spatial_rows / (mp.row_folds * rows)) * (
-        mp.spatial_cols / (mp.col_folds * cols)
+    # The mean over a grid of folds of (rows used / R) * (cols used / C) factorises; an empty
+    # GEMM (no folds) maps nothing.
+    mapping_efficiency = (mp.spatial_rows / (np.maximum(mp.row_folds, 1) * rows)) * (
+        mp.spatial_cols / (np.maximum(mp.col_folds, 1) * cols)
     )
     a_words, b_words, c_words = m * k, k * n, m * n
     ifmap_reads = np.where(df == IS, a_words, mp.col_folds * a_words)

@@ -27,6 +27,7 @@ DRAM traffic do not change.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -112,9 +113,15 @@ def _zero_vector_fraction(
         return float((1.0 - density) ** r)
     z = np.clip(np.round(np.asarray(counts, dtype=np.float64) * (k / k_measured)), 0, k)
     z = z.astype(np.int64)
-    log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, k + 1)))])
+    log_fact = _log_factorials(k)
     possible = z <= k - r
     zz = np.where(possible, z, 0)
     # C(k - r, z) / C(k, z) = (k - r)! (k - z)! / ((k - r - z)! k!)
     log_p = log_fact[k - r] + log_fact[k - zz] - log_fact[k - r - zz] - log_fact[k]
     return float(np.where(possible, np.exp(log_p), 0.0).mean())
+
+
+@lru_cache(maxsize=32)
+def _log_factorials(k: int) -> np.ndarray:
+    """log(x!) for x = 0..k."""
+    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, k + 1)))])

@@ -57,3 +57,12 @@ def test_layer_table_lists_every_layer_pass_and_the_totals() -> None:
     console.print(table)
     text = console.export_text()
     assert "conv1" in text and "bwd_weight" in text and "total" in text
+
+
+def test_the_simulator_core_needs_no_torch() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, worker.sim, worker.sim.report; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import StreamingResponse
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import aliased, selectinload
 
 from backend.analysis.pareto import front_2d, front_3d
@@ -87,11 +87,19 @@ def compare(
 def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoint]:
     """Finished runs with their place on the speedup / accuracy-drop (/ energy) Pareto fronts."""
     baseline = aliased(Run)
+    # A baseline run is its own reference: speedup 1, accuracy drop 0.
+    reference_accuracy = case((Run.is_baseline, Run.accuracy), else_=baseline.accuracy)
     query = (
         filtered_runs(db, user, filters)
-        .add_columns(baseline.accuracy)
-        .join(baseline, baseline.id == Run.baseline_run_id)
-        .where(Run.status == "done", Run.speedup.is_not(None), baseline.accuracy.is_not(None))
+        .add_columns(reference_accuracy)
+        .outerjoin(baseline, baseline.id == Run.baseline_run_id)
+        .where(
+            Run.status == "done",
+            Run.speedup.is_not(None),
+            Run.accuracy.is_not(None),
+            Run.energy_pj.is_not(None),
+            reference_accuracy.is_not(None),
+        )
     )
     rows = db.execute(query.order_by(Run.id)).all()
     speedups = [run.speedup for run, _ in rows]

@@ -4,6 +4,11 @@ A *run* is one design point: a technique set trained with one training config an
 simulated on one accelerator. Runs that differ only in the accelerator share one *training*
 (same key), so a sweep over accelerator fields trains once. Every (training config, seed) gets a
 baseline training, simulated on every accelerator, so every run has a speedup.
+
+Hardware follows the technique: a run switches on only the extensions its techniques use (the
+MCACHE for MERCURY, zero-skipping for SparseTrain, the predictor unit for ADA-GP) and only where
+the accelerator offers them; a baseline runs on the plain accelerator. Speedup is then the
+technique on its accelerator against plain training on the plain accelerator, as in the papers.
 """
 
 from __future__ import annotations
@@ -62,8 +67,26 @@ class TrainingPlan:
 class RunPlan:
     training_key: str
     accelerator_name: str
-    accelerator_config: dict[str, Any]
+    accelerator_config: dict[str, Any]  # with only the extensions this run uses switched on
+    accelerator_key: str  # the accelerator as specified, shared by a run and its baseline
     params: dict[str, Any]
+
+
+EXTENSION_OF_TECHNIQUE = {
+    "mercury": "mercury",
+    "sparsetrain": "zero_skipping",
+    "adagp": "gradient_predictor",
+}
+
+
+def hardware_for(accelerator: dict[str, Any], techniques: set[str]) -> dict[str, Any]:
+    """The accelerator with only the extensions these techniques use (if it has them) on."""
+    config = json.loads(json.dumps(accelerator))
+    for technique, extension in EXTENSION_OF_TECHNIQUE.items():
+        config[extension]["enabled"] = (
+            bool(config[extension]["enabled"]) and technique in techniques
+        )
+    return config
 
 
 @dataclass
@@ -252,17 +275,21 @@ def expand(spec: ExperimentSpec, max_runs: int) -> Expansion:
                     key,
                     TrainingPlan(key, label, members, config, is_baseline=label == "baseline"),
                 )
+                names = {m["name"] for m in members}
                 for accel in run_accelerators:
-                    identity = (key, json.dumps(accel, sort_keys=True))
-                    if identity in seen_runs:
+                    accelerator_key = json.dumps(accel, sort_keys=True)
+                    if (key, accelerator_key) in seen_runs:
                         continue
-                    seen_runs.add(identity)
+                    seen_runs.add((key, accelerator_key))
                     params = {"technique": label, "accelerator": accel["name"], "seed": seed}
-                    names = {m["name"] for m in members}
                     params.update(
                         (path, value)
                         for path, value in point.items()
                         if path.partition(".")[0] in {"training", "accelerator", *names}
                     )
-                    expansion.runs.append(RunPlan(key, accel["name"], accel, params))
+                    expansion.runs.append(
+                        RunPlan(
+                            key, accel["name"], hardware_for(accel, names), accelerator_key, params
+                        )
+                    )
     return expansion

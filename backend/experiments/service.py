@@ -7,7 +7,6 @@ except the Celery app handed in to send tasks by name.
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +16,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from backend.db.models import Experiment, Run, Training
-from backend.experiments.expand import Expansion, training_key
+from backend.experiments.expand import Expansion, RunPlan, training_key
 from backend.queue import TaskName
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.training import BaselineParams
@@ -33,10 +32,6 @@ SEND_RETRY_POLICY = {
 
 class BrokerUnavailable(RuntimeError):
     """The task queue could not be reached; nothing was recorded."""
-
-
-def _accelerator_identity(config: dict[str, Any]) -> str:
-    return json.dumps(config, sort_keys=True)
 
 
 def record_experiment(
@@ -66,7 +61,7 @@ def record_experiment(
         trainings[plan.key] = training
     db.flush()
 
-    runs: list[tuple[Run, str]] = []
+    runs: list[tuple[Run, RunPlan]] = []
     for plan in expansion.runs:
         training_plan = expansion.trainings[plan.training_key]
         config = training_plan.training_config
@@ -86,22 +81,20 @@ def record_experiment(
             status="queued",
         )
         db.add(run)
-        runs.append((run, plan.training_key))
+        runs.append((run, plan))
     db.flush()
 
     baseline_members = [BaselineParams().model_dump()]
     baselines = {
-        (run.training_id, _accelerator_identity(run.accelerator_config)): run
-        for run, _ in runs
-        if run.is_baseline
+        (plan.training_key, plan.accelerator_key): run
+        for run, plan in runs
+        if expansion.trainings[plan.training_key].is_baseline
     }
-    for run, key in runs:
-        if run.is_baseline:
-            continue
-        config = expansion.trainings[key].training_config
-        baseline_training = trainings[training_key(config, baseline_members)]
-        baseline = baselines[(baseline_training.id, _accelerator_identity(run.accelerator_config))]
-        run.baseline_run_id = baseline.id
+    for run, plan in runs:
+        if not run.is_baseline:
+            config = expansion.trainings[plan.training_key].training_config
+            baseline_key = training_key(config, baseline_members)
+            run.baseline_run_id = baselines[(baseline_key, plan.accelerator_key)].id
     return experiment
 
 

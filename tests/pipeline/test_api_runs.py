@@ -1,0 +1,128 @@
+"""Querying runs: filters, sorting, pagination, comparison, Pareto, export (PostgreSQL)."""
+
+import csv
+import io
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+
+from backend.db.models import Run
+from backend.db.session import session_scope
+from backend.settings import Settings
+from tests.pipeline.conftest import TINY_TRAINING
+
+SPEC = {
+    "name": "sweep",
+    "training": TINY_TRAINING,
+    "techniques": [{"name": "mercury"}],
+    "accelerators": ["edge"],
+    "sweep": {"parameters": {"mercury.signature_bits": {"values": [8, 16, 24]}}},
+}
+
+
+@pytest.fixture
+def finished(api: TestClient, pg_settings: Settings) -> dict[int, dict[str, float]]:
+    """An experiment whose runs carry distinct, known metrics (as a worker would store them)."""
+    experiment = api.post("/api/v1/experiments", json=SPEC).json()
+    metrics: dict[int, dict[str, float]] = {}
+    with session_scope(pg_settings.effective_database_url) as db:
+        runs = list(
+            db.scalars(select(Run).where(Run.experiment_id == experiment["id"]).order_by(Run.id))
+        )
+        for run in runs:
+            bits = run.params.get("mercury.signature_bits")
+            values = {
+                "accuracy": 0.95 if bits is None else 0.95 - 0.4 / bits,
+                "total_cycles": 1_000_000 if bits is None else 400_000 + 20_000 * bits,
+                "energy_pj": 5e6 if bits is None else 3e6 + 1e5 * bits,
+            }
+            db.execute(update(Run).where(Run.id == run.id).values(status="done", **values))
+            metrics[run.id] = values
+        baseline = next(r for r in runs if r.is_baseline)
+        for run in runs:
+            speedup = metrics[baseline.id]["total_cycles"] / metrics[run.id]["total_cycles"]
+            db.execute(update(Run).where(Run.id == run.id).values(speedup=speedup))
+            metrics[run.id]["speedup"] = speedup
+    return metrics
+
+
+def test_filters_sort_and_paginate_with_total(api: TestClient, finished: dict) -> None:
+    page = api.get(
+        "/api/v1/runs", params={"technique": "mercury", "sort": "-speedup", "limit": 2}
+    ).json()
+    assert page["total"] == 3
+    assert len(page["items"]) == 2
+    speedups = [r["speedup"] for r in page["items"]]
+    assert speedups == sorted(speedups, reverse=True)
+    assert page["items"][0]["params"]["mercury.signature_bits"] == 8
+    rest = api.get(
+        "/api/v1/runs", params={"technique": "mercury", "sort": "-speedup", "limit": 2, "offset": 2}
+    ).json()
+    assert len(rest["items"]) == 1 and rest["items"][0]["params"]["mercury.signature_bits"] == 24
+
+
+def test_param_and_range_filters(api: TestClient, finished: dict) -> None:
+    page = api.get("/api/v1/runs", params={"param": "mercury.signature_bits:16"}).json()
+    assert [r["params"]["mercury.signature_bits"] for r in page["items"]] == [16]
+    page = api.get("/api/v1/runs", params={"range": "speedup:1.2:", "sort": "id"}).json()
+    assert {r["params"].get("mercury.signature_bits") for r in page["items"]} == {8, 16}
+    page = api.get("/api/v1/runs", params={"param": "technique:baseline"}).json()
+    assert page["total"] == 1 and page["items"][0]["is_baseline"]
+
+
+def test_bad_query_parameters_are_422(api: TestClient) -> None:
+    for params, text in [
+        ({"sort": "-nope"}, "unknown column 'nope'"),
+        ({"range": "speedup:x:"}, "must be numbers"),
+        ({"range": "bogus:1:2"}, "metric:min:max"),
+        ({"param": "nocolon"}, "path:value"),
+        ({"limit": 0}, "greater than or equal to 1"),
+    ]:
+        response = api.get("/api/v1/runs", params=params)
+        assert response.status_code == 422, params
+        assert text in response.text
+
+
+def test_compare_against_baseline(api: TestClient, finished: dict) -> None:
+    ids = sorted(finished)
+    rows = api.get("/api/v1/runs/compare", params={"ids": ids}).json()
+    by_id = {row["run_id"]: row for row in rows}
+    baseline_id = next(i for i, row in by_id.items() if row["technique"] == "baseline")
+    for run_id, row in by_id.items():
+        assert row["baseline_run_id"] == baseline_id
+        expected = finished[run_id]["accuracy"] - finished[baseline_id]["accuracy"]
+        assert row["accuracy_delta"] == pytest.approx(expected)
+    assert api.get("/api/v1/runs/compare", params={"ids": [999999]}).status_code == 404
+
+
+def test_pareto_marks_the_undominated_runs(api: TestClient, finished: dict) -> None:
+    points = api.get("/api/v1/runs/pareto").json()
+    assert len(points) == 4
+    # More bits: slower but more accurate, so every point trades one for the other.
+    assert all(p["on_front_2d"] for p in points)
+    baseline_id = min(finished)
+    for point in points:
+        expected = finished[baseline_id]["accuracy"] - finished[point["run_id"]]["accuracy"]
+        assert point["accuracy_drop"] == pytest.approx(expected)
+
+
+def test_export_streams_every_matching_run(api: TestClient, finished: dict) -> None:
+    response = api.get("/api/v1/runs/export", params={"format": "csv", "sort": "id"})
+    assert response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert [int(r["id"]) for r in rows] == sorted(finished)
+    assert {"created_at", "duration_seconds", "params", "speedup"} <= set(rows[0])
+    assert json.loads(rows[1]["params"])["accelerator"] == "edge"
+    data = api.get("/api/v1/runs/export", params={"format": "json", "technique": "mercury"}).json()
+    assert len(data) == 3 and all(row["technique"] == "mercury" for row in data)
+
+
+def test_run_detail_and_404(api: TestClient, finished: dict) -> None:
+    run_id = max(finished)
+    detail = api.get(f"/api/v1/runs/{run_id}").json()
+    assert detail["accelerator_config"]["name"] == "edge"
+    assert detail["training_config"]["model"] == "mlp"
+    assert detail["layers"] == [] and detail["epochs"] == []
+    assert api.get("/api/v1/runs/999999").status_code == 404

@@ -1,0 +1,106 @@
+"""The job runner on PostgreSQL: real training, stored once, however often it is delivered."""
+
+from fastapi.testclient import TestClient
+from sqlalchemy import delete, func, select, update
+
+from backend.db.models import EpochMetric, LayerResult, Run, Training
+from backend.db.session import session_scope
+from backend.settings import Settings
+from tests.pipeline.conftest import TINY_TRAINING
+from worker.jobs import run_training_job
+
+SPEC = {
+    "name": "jobs",
+    "training": TINY_TRAINING,
+    "techniques": [{"name": "sparsetrain", "prune_rate": 0.9}],
+    "accelerators": ["edge", "eyeriss-like"],
+}
+
+
+def rows(url: str, model: type, **where: object) -> int:
+    with session_scope(url) as db:
+        query = select(func.count()).select_from(model)
+        for name, value in where.items():
+            query = query.where(getattr(model, name) == value)
+        return db.scalar(query) or 0
+
+
+def training_ids(url: str) -> list[int]:
+    with session_scope(url) as db:
+        return list(db.scalars(select(Training.id).order_by(Training.id)))
+
+
+def test_job_trains_stores_and_simulates_each_run(api: TestClient, pg_settings: Settings) -> None:
+    url = pg_settings.effective_database_url
+    api.post("/api/v1/experiments", json=SPEC)
+    for training_id in training_ids(url):
+        assert run_training_job(url, training_id, task_id="t1") == "done"
+    with session_scope(url) as db:
+        runs = list(db.scalars(select(Run).order_by(Run.id)))
+        assert [r.status for r in runs] == ["done"] * 4
+        for run in runs:
+            assert run.accuracy is not None and 0 <= run.accuracy <= 1
+            assert run.total_cycles == run.compute_cycles + run.stall_cycles or run.total_cycles > 0
+            assert run.macs_actual + run.macs_skipped == run.macs_algorithmic
+            assert run.speedup is not None and run.energy_ratio is not None
+            assert (run.macs_skipped > 0) == (run.technique == "sparsetrain")
+        assert {r.speedup for r in runs if r.is_baseline} == {1.0}
+    assert rows(url, EpochMetric) == 2  # one epoch per training
+    per_run = rows(url, LayerResult, run_id=runs[0].id)
+    assert per_run > 0
+    assert rows(url, LayerResult) == sum(rows(url, LayerResult, run_id=r.id) for r in runs)
+
+
+def test_redelivery_never_duplicates_results(api: TestClient, pg_settings: Settings) -> None:
+    url = pg_settings.effective_database_url
+    api.post("/api/v1/experiments", json=SPEC)
+    ids = training_ids(url)
+    for training_id in ids:
+        run_training_job(url, training_id, task_id="first")
+    layers, epochs = rows(url, LayerResult), rows(url, EpochMetric)
+
+    # Delivered again after it finished: nothing changes.
+    for training_id in ids:
+        assert run_training_job(url, training_id, task_id="first") == "done"
+    assert (rows(url, LayerResult), rows(url, EpochMetric)) == (layers, epochs)
+
+    # A worker died after storing the training but before simulating one run.
+    with session_scope(url) as db:
+        victim = db.scalar(select(Run).where(Run.is_baseline.is_(False)).order_by(Run.id))
+        db.execute(delete(LayerResult).where(LayerResult.run_id == victim.id))
+        db.execute(
+            update(Run).where(Run.id == victim.id).values(status="running", total_cycles=None)
+        )
+    run_training_job(url, victim.training_id, task_id="redelivered")
+    assert (rows(url, LayerResult), rows(url, EpochMetric)) == (layers, epochs)
+    with session_scope(url) as db:
+        assert db.get(Run, victim.id).status == "done"
+        assert db.get(Run, victim.id).total_cycles is not None
+
+
+def test_missing_data_fails_the_runs_with_the_reason(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    url = pg_settings.effective_database_url
+    spec = {
+        **SPEC,
+        "training": {**TINY_TRAINING, "dataset": "idx-dir", "dataset_path": "/no/such/dir"},
+    }
+    api.post("/api/v1/experiments", json=spec)
+    statuses = {run_training_job(url, t, task_id="x") for t in training_ids(url)}
+    assert statuses == {"failed"}
+    with session_scope(url) as db:
+        for run in db.scalars(select(Run)):
+            assert run.status == "failed"
+            assert "idx-dir" in run.error
+    experiment = api.get("/api/v1/experiments").json()["items"][0]
+    assert experiment["status"] == "failed"
+
+
+def test_cancelled_before_start_never_trains(api: TestClient, pg_settings: Settings) -> None:
+    url = pg_settings.effective_database_url
+    experiment = api.post("/api/v1/experiments", json=SPEC).json()
+    api.post(f"/api/v1/experiments/{experiment['id']}/cancel")
+    assert {run_training_job(url, t, task_id="x") for t in training_ids(url)} == {"cancelled"}
+    assert rows(url, EpochMetric) == 0
+    assert rows(url, Run, status="cancelled") == 4

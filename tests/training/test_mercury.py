@@ -1,0 +1,166 @@
+"""MERCURY: signatures, MCACHE models against a plain reference, exact reuse, and training."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import Tensor
+
+from backend.specs.training import BaselineParams, MercuryParams, TrainingConfig
+from worker.sim.workload import TrainingPass
+from worker.training import run_training
+from worker.training.datasets import load_dataset
+from worker.training.hook_chain import HookChain
+from worker.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument
+from worker.training.mcache import CacheModel, owners, reference_owners
+from worker.training.mercury import Mercury
+from worker.training.models import build_model
+from worker.training.recorder import WorkloadRecorder
+from worker.training.signatures import RandomProjection
+
+CACHES = [
+    CacheModel("unbounded"),
+    CacheModel("direct", 64),
+    CacheModel("direct", 7),
+    CacheModel("set-associative", 64, 4),
+    CacheModel("set-associative", 12, 3),
+    CacheModel("set-associative", 1024, 4),
+]
+
+
+@pytest.mark.parametrize("cache", CACHES, ids=lambda c: f"{c.kind}-{c.entries}-{c.ways}")
+def test_mcache_equals_reference_on_random_signatures(cache: CacheModel) -> None:
+    rng = np.random.default_rng(cache.entries)
+    for _ in range(20):
+        signatures = rng.integers(-40, 300, size=int(rng.integers(1, 2000))).astype(np.int64)
+        assert np.array_equal(owners(signatures, cache), reference_owners(signatures, cache))
+
+
+def test_reference_lru_by_hand() -> None:
+    # one set of two ways: 3 4 3(hit) 5(evicts 4) 4(miss, evicts 3) 3(miss)
+    signatures = np.array([3, 4, 3, 5, 4, 3])
+    cache = CacheModel("set-associative", 2, 2)
+    assert reference_owners(signatures, cache).tolist() == [0, 1, 0, 3, 4, 5]
+    assert reference_owners(signatures, CacheModel("unbounded")).tolist() == [0, 1, 0, 3, 1, 0]
+
+
+def _layer_inputs(model: torch.nn.Module, images: Tensor) -> dict[str, Tensor]:
+    inputs: dict[str, Tensor] = {}
+    for module in model.modules():
+        if isinstance(module, GemmLayer):
+            module.register_forward_pre_hook(
+                lambda layer, args: inputs.setdefault(layer.name, args[0].detach())
+            )
+    return inputs
+
+
+@pytest.mark.parametrize("cache", CACHES[:1] + CACHES[3:], ids=lambda c: c.kind)
+def test_hit_rates_of_a_real_batch_equal_the_unfold_reference(cache: CacheModel) -> None:
+    """The layer-by-layer hits MERCURY counts in a LeNet forward on real digits equal those of
+    signatures built by explicit im2col, streamed through the reference MCACHE."""
+    torch.manual_seed(0)
+    model = build_model("lenet5", (1, 8, 8), 10, 16)
+    layers = [s for s in instrument(model) if isinstance(s, GemmLayer)]
+    params = MercuryParams(
+        signature_bits=12, cache=cache.kind, cache_entries=cache.entries, cache_ways=cache.ways
+    )
+    mercury = Mercury(params)
+    mercury.setup(model, layers, seed=5)
+    inputs = _layer_inputs(model, torch.empty(0))
+    attach_hooks(model, HookChain([mercury], WorkloadRecorder(measure=False)))
+    model(load_dataset("digits").train_images[:64])
+    for layer in layers:
+        projection: RandomProjection = mercury.layers[layer.name].projection
+        projected = projection.projections_by_unfolding(inputs[layer.name], 12)
+        assert torch.allclose(projected, projection.projections(inputs[layer.name], 12), atol=1e-4)
+        reference = reference_owners(projection.signatures(inputs[layer.name], 12).numpy(), cache)
+        expected_hits = int((reference != np.arange(len(reference))).sum())
+        assert mercury.layers[layer.name].epoch_hits == expected_hits
+    assert mercury.layers["conv1"].epoch_hits > 0
+
+
+def test_conv_signatures_equal_unfolded_signatures_away_from_zero() -> None:
+    conv = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+    projection = RandomProjection(conv, 16, torch.Generator().manual_seed(0))
+    x = torch.randn(2, 3, 9, 9)
+    by_conv, by_unfold = projection.projections(x, 16), projection.projections_by_unfolding(x, 16)
+    assert by_conv.shape == (2 * 5 * 5, 16)
+    clear = by_unfold.abs() > 1e-4
+    assert torch.equal(by_conv[clear] >= 0, by_unfold[clear] >= 0)
+
+
+def test_reuse_copies_owner_outputs_and_folds_the_weight_gradient() -> None:
+    torch.manual_seed(1)
+    conv = torch.nn.Conv2d(2, 3, 3, padding=1)
+    layer = GemmLayer("conv", conv)
+    x = torch.randn(2, 2, 4, 4, requires_grad=True)
+    rows = 2 * 4 * 4
+    owner = torch.arange(rows)
+    owner[5], owner[9], owner[20] = 1, 1, 3  # rows 5 and 9 reuse row 1, row 20 reuses row 3
+
+    class Fixed:
+        def reuse_map(self, layer, x):
+            return ReuseMap(owner, fold_weight_grad=True)
+
+        def after_forward(self, layer, x, y):
+            pass
+
+        def output_grad(self, layer, grad):
+            return grad
+
+    layer.hooks = Fixed()  # type: ignore[assignment]
+    y = layer(x)
+    dense = conv(x)
+    out_rows = y.permute(0, 2, 3, 1).reshape(rows, 3)
+    dense_rows = dense.permute(0, 2, 3, 1).reshape(rows, 3)
+    assert torch.equal(out_rows, dense_rows[owner])
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    windows = torch.nn.functional.unfold(x.detach(), 3, padding=1).transpose(1, 2).reshape(rows, -1)
+    grad_rows = grad.permute(0, 2, 3, 1).reshape(rows, 3)
+    expected_dw = (grad_rows.T @ windows[owner]).reshape(conv.weight.shape)
+    assert torch.allclose(conv.weight.grad, expected_dw, atol=1e-5)
+    dense_dx = torch.autograd.grad(conv(x), x, grad)[0]
+    assert torch.allclose(x.grad, dense_dx, atol=1e-5)  # BWD-DATA stays dense
+
+
+DIGITS = TrainingConfig(model="lenet5", dataset="digits", epochs=20, batch_size=32)
+
+
+def test_many_bits_keep_baseline_accuracy() -> None:
+    """Mean test accuracy over three seeds within one point of the baseline's."""
+    many_bits = MercuryParams(signature_bits=64, max_bits=64)
+    baseline, mercury = [], []
+    for seed in range(3):
+        config = DIGITS.model_copy(update={"seed": seed})
+        baseline.append(run_training(config, [BaselineParams()]).test_accuracy)
+        result = run_training(config, [many_bits])
+        assert result.epochs[0].hit_rate > 0  # all-zero and identical windows do hit
+        mercury.append(result.test_accuracy)
+    assert abs(np.mean(mercury) - np.mean(baseline)) <= 0.01
+
+
+def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
+    config = TrainingConfig(model="lenet5", dataset="digits", epochs=2, train_samples=512)
+    params = MercuryParams(signature_bits=8, max_bits=16, min_hit_rate=0.9)
+    result = run_training(config, [params])
+    first, second = result.epochs
+    assert 0 < first.hit_rate < 1
+    conv1 = first.per_layer["conv1"]
+    assert conv1["hit_rate"] > 0 and conv1["signature_bits"] == 8
+    assert all(first.per_layer[name]["reuse_on"] == 1.0 for name in ("conv1", "fc1", "fc3"))
+    low = {name for name, v in first.per_layer.items() if v.get("hit_rate", 1) < 0.9}
+    assert low  # with 8 bits on digits, some layers reuse less than 90% of their rows
+    for name, figures in second.per_layer.items():
+        if "reuse_on" in figures:
+            assert figures["reuse_on"] == (0.0 if name in low else 1.0)
+    ops = {(op.layer, op.pass_, op.role): op for op in result.workload.ops}
+    fwd = ops[("conv1", TrainingPass.FWD, "compute")]
+    assert 0 < fwd.reused_row_fraction < 1
+    assert fwd.extra_ops["mcache_lookups"] == pytest.approx(fwd.m)
+    weight = ops[("conv1", TrainingPass.BWD_WEIGHT, "compute")]
+    assert weight.folded_k_fraction == pytest.approx(1 - fwd.reused_row_fraction)
+    signature = ops[("conv1.signature", TrainingPass.FWD, "overhead")]
+    assert (signature.m, signature.k) == (fwd.m, fwd.k)
+    assert signature.n in (8, 12, 16)

@@ -1,0 +1,137 @@
+"""MERCURY: reuse the outputs of input vectors whose RPQ signatures match (MCACHE).
+
+Per mini-batch and layer: sign every FWD row (signatures.py), stream the signatures through the
+layer's MCACHE model (mcache.py) and copy each hit's output from its owner, exactly; BWD-WEIGHT
+folds each hit group onto its owner's input (layers.py), BWD-DATA stays dense. After each epoch
+the adaptive rule may lengthen signatures (validation loss stalled) and switch off layers whose
+hit rate fell below `min_hit_rate`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from backend.specs.training import MercuryParams
+from worker.sim.workload import GemmOp, TrainingPass
+from worker.training.layers import GemmLayer, ReuseMap
+from worker.training.mcache import CacheModel, owners
+from worker.training.signatures import RandomProjection
+from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
+
+
+@dataclass
+class _LayerState:
+    projection: RandomProjection
+    reusing: bool = True
+    epoch_rows: int = 0
+    epoch_hits: int = 0
+    fwd_hits: int = 0  # over the training
+    folded_hits: int = 0  # hits of batches whose BWD-WEIGHT folded them
+    signature_batches: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+
+class Mercury(Technique):
+    name = "mercury"
+
+    def __init__(self, params: MercuryParams) -> None:
+        self.params = params
+        self.cache = CacheModel(params.cache, params.cache_entries, params.cache_ways)
+        self.bits = params.signature_bits
+        self.layers: dict[str, _LayerState] = {}
+        self.previous_loss: float | None = None
+        self._batch_hits: dict[str, int] = {}
+        self._bits_this_epoch = self.bits
+
+    def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
+        generator = torch.Generator().manual_seed(seed + 3)
+        for layer in layers:
+            projection = RandomProjection(layer.inner, self.params.max_bits, generator)
+            reusing = layer.name not in self.params.excluded_layers
+            self.layers[layer.name] = _LayerState(projection, reusing)
+
+    def start_batch(self, step: Step) -> None:
+        self._batch_hits = {}
+        self._bits_this_epoch = self.bits
+
+    def reuse_map(self, layer: GemmLayer, x: Tensor) -> ReuseMap | None:
+        state = self.layers.get(layer.name)
+        if state is None or not state.reusing:
+            return None
+        signatures = state.projection.signatures(x, self.bits).numpy()
+        owner = owners(signatures, self.cache)
+        hits = int((owner != np.arange(len(owner))).sum())
+        state.epoch_rows += len(owner)
+        state.epoch_hits += hits
+        state.fwd_hits += hits
+        state.signature_batches[self.bits] += 1
+        self._batch_hits[layer.name] = hits
+        return ReuseMap(torch.from_numpy(owner), self.params.backward_reuse)
+
+    def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
+        if backward_ran and self.params.backward_reuse:
+            for name, hits in self._batch_hits.items():
+                self.layers[name].folded_hits += hits
+
+    def end_epoch(self, epoch: int, validation_loss: float) -> None:
+        if not self.params.adaptive:
+            return
+        for state in self.layers.values():
+            rows = state.epoch_rows
+            if state.reusing and rows and state.epoch_hits / rows < self.params.min_hit_rate:
+                state.reusing = False
+        previous = self.previous_loss
+        if previous is not None and previous > 0:
+            if (previous - validation_loss) / previous < self.params.min_improvement:
+                self.bits = min(self.bits + self.params.bits_step, self.params.max_bits)
+        self.previous_loss = validation_loss
+
+    def epoch_figures(self) -> EpochFigures:
+        per_layer: dict[str, dict[str, float]] = {}
+        rows = hits = 0
+        for name, state in self.layers.items():
+            per_layer[name] = {"reuse_on": float(state.epoch_rows > 0)}
+            if state.epoch_rows:
+                per_layer[name]["hit_rate"] = state.epoch_hits / state.epoch_rows
+                per_layer[name]["signature_bits"] = float(self._bits_this_epoch)
+            rows += state.epoch_rows
+            hits += state.epoch_hits
+            state.epoch_rows = state.epoch_hits = 0
+        return EpochFigures({"hit_rate": hits / rows if rows else 0.0}, per_layer)
+
+    def annotate_workload(self, ops: WorkloadOps) -> None:
+        for name, state in self.layers.items():
+            fwd = ops.find(name, TrainingPass.FWD)
+            if fwd is None or fwd.executions == 0:
+                continue
+            lookups = sum(state.signature_batches.values()) * fwd.m
+            fwd.reused_row_fraction = state.fwd_hits / (fwd.executions * fwd.m)
+            add_extra(fwd, "mcache_lookups", lookups)
+            add_extra(fwd, "mcache_writes", lookups - state.fwd_hits)
+            add_extra(fwd, "result_copies", state.fwd_hits * fwd.n)
+            weight = ops.find(name, TrainingPass.BWD_WEIGHT)
+            if weight is not None and weight.executions:
+                weight.folded_k_fraction = 1 - state.folded_hits / (weight.executions * weight.k)
+                add_extra(weight, "fp_adds", state.folded_hits * weight.m)
+            for bits, batches in sorted(state.signature_batches.items()):
+                ops.add(self._signature_op(fwd, bits, batches))
+
+    @staticmethod
+    def _signature_op(fwd: GemmOp, bits: int, batches: int) -> GemmOp:
+        """R x for every row: an m x d x bits GEMM, then one sign compare per bit."""
+        return GemmOp(
+            layer=f"{fwd.layer}.signature",
+            pass_=TrainingPass.FWD,
+            m=fwd.m,
+            k=fwd.k,
+            n=bits,
+            executions=batches,
+            role="overhead",
+            density_a=fwd.density_a,
+            a_row_nnz=fwd.a_row_nnz,
+            extra_ops={"compares": float(fwd.m * bits)},
+        )

@@ -85,9 +85,13 @@ class Mercury(Technique):
             if state.reusing and rows and state.epoch_hits / rows < self.params.min_hit_rate:
                 state.reusing = False
         previous = self.previous_loss
-        if previous is not None and previous > 0:
-            if (previous - validation_loss) / previous < self.params.min_improvement:
-                self.bits = min(self.bits + self.params.bits_step, self.params.max_bits)
+        stalled = (
+            previous is not None
+            and previous > 0
+            and (previous - validation_loss) / previous < self.params.min_improvement
+        )
+        if stalled:
+            self.bits = min(self.bits + self.params.bits_step, self.params.max_bits)
         self.previous_loss = validation_loss
 
     def epoch_figures(self) -> EpochFigures:

@@ -1,0 +1,224 @@
+"""ADA-GP: alternate backpropagated (BP) and predicted (GP) gradients, adaptively.
+
+Each conv/linear layer has a small MLP predictor. Tensor reorganisation: the output-channel
+dimension is folded into the predictor's batch, so the predictor maps one channel's pooled
+output features to that channel's filter gradient (C*R*S values), for all K channels at once.
+
+- BP batch: ordinary backprop; each predictor then trains on the true gradients (MSE on the
+  gradient divided by a running RMS scale, Adam), and the cosine similarity between its
+  prediction and the true gradient is logged.
+- GP batch: forward only (no autograd graph, no backward pass); each layer's predicted gradient
+  becomes its weight gradient for the optimiser step. Biases and normalisation parameters keep
+  their values on GP batches (no predictor for them).
+- Schedule: `warmup_epochs` of BP only, then cycles of `bp_batches` BP and a GP run whose length
+  grows by one when the BP batch's cosine exceeds `cos_high` and shrinks by one when it falls
+  below `cos_low` or the loss rose, within [min_gp_batches, max_gp_batches].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from backend.specs.training import AdaGPParams
+from worker.sim.workload import GemmOp, TrainingPass
+from worker.training.layers import GemmLayer
+from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
+
+POOLED_GRID = 4  # a conv channel's output map is average-pooled to 4 x 4 (batch mean)
+FEATURES = POOLED_GRID * POOLED_GRID + 4
+SCALE_MOMENTUM = 0.9
+LOSS_RISE_TOLERANCE = 0.1  # a BP loss this much above its running mean counts as rising
+
+
+def channel_features(y: Tensor) -> Tensor:
+    """(K, FEATURES): per output channel, mean, std, mean |y|, fraction positive and (conv) the
+    batch-mean output map pooled to 4 x 4."""
+    if y.dim() == 4:
+        per_channel = y.transpose(0, 1).reshape(y.shape[1], -1)
+        pooled = F.adaptive_avg_pool2d(y, POOLED_GRID).mean(0).reshape(y.shape[1], -1)
+    else:
+        per_channel = y.reshape(-1, y.shape[-1]).T
+        pooled = y.new_zeros(y.shape[-1], POOLED_GRID * POOLED_GRID)
+    stats = [
+        per_channel.mean(1),
+        per_channel.std(1, unbiased=False),
+        per_channel.abs().mean(1),
+        (per_channel > 0).float().mean(1),
+    ]
+    return torch.cat([torch.stack(stats, 1), pooled], 1)
+
+
+@dataclass
+class _Predictor:
+    network: nn.Sequential
+    optimizer: torch.optim.Optimizer
+    weight: nn.Parameter
+    scale: float = 0.0  # running RMS of the true gradient
+    features: Tensor | None = None
+    predicted: Tensor | None = None
+    output_elements: int = 0
+    cosine_sum: float = 0.0
+    cosine_count: int = 0
+
+
+@dataclass
+class _Counts:
+    bp: int = 0
+    gp: int = 0
+    predictor_bp: int = 0  # BP batches on which the predictors trained
+    cosines: list[float] = field(default_factory=list)
+
+
+class AdaGP(Technique):
+    name = "adagp"
+
+    def __init__(self, params: AdaGPParams) -> None:
+        self.params = params
+        self.predictors: dict[str, _Predictor] = {}
+        self.gp_run = params.gp_batches
+        self.phase_is_gp = True
+        self.phase_left = 0
+        self.predicting = False  # this batch is a GP batch
+        self.loss_mean: float | None = None
+        self.epoch = _Counts()
+        self.total = _Counts()
+
+    def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed + 4)
+            for layer in layers:
+                outputs = layer.weight[0].numel()
+                network = nn.Sequential(
+                    nn.Linear(FEATURES, self.params.predictor_hidden),
+                    nn.ReLU(),
+                    nn.Linear(self.params.predictor_hidden, outputs),
+                )
+                optimizer = torch.optim.Adam(network.parameters(), lr=self.params.predictor_lr)
+                self.predictors[layer.name] = _Predictor(network, optimizer, layer.weight)
+
+    def start_batch(self, step: Step) -> None:
+        if step.epoch < self.params.warmup_epochs:
+            self.predicting = False
+            return
+        if self.phase_left == 0:
+            self.phase_is_gp = not self.phase_is_gp and self.gp_run > 0
+            self.phase_left = self.gp_run if self.phase_is_gp else self.params.bp_batches
+        self.phase_left -= 1
+        self.predicting = self.phase_is_gp
+
+    def runs_backward(self, step: Step) -> bool:
+        return not self.predicting
+
+    def after_forward(self, layer: GemmLayer, x: Tensor, y: Tensor) -> None:
+        predictor = self.predictors.get(layer.name)
+        if predictor is None:
+            return
+        predictor.features = channel_features(y.detach())
+        predictor.output_elements += y.numel()
+        if self.predicting:
+            with torch.no_grad():
+                guess = predictor.network(predictor.features) * predictor.scale
+            predictor.predicted = guess.reshape(predictor.weight.shape)
+
+    def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
+        if not backward_ran:
+            for predictor in self.predictors.values():
+                predictor.weight.grad = predictor.predicted
+                predictor.predicted = None
+            self.epoch.gp += 1
+            self.total.gp += 1
+            return
+        cosine = self._train_predictors()
+        self.epoch.bp += 1
+        self.total.bp += 1
+        if cosine is not None:
+            self.epoch.cosines.append(cosine)
+            self.total.predictor_bp += 1
+            if step.epoch >= self.params.warmup_epochs:
+                self._adapt(cosine, loss)
+        self.loss_mean = loss if self.loss_mean is None else 0.9 * self.loss_mean + 0.1 * loss
+
+    def _train_predictors(self) -> float | None:
+        """One Adam step per predictor on this batch's true gradients; the cosine similarity
+        of all predicted (before the step) and true weight gradients."""
+        dot = predicted_norm = true_norm = 0.0
+        trained = False
+        for predictor in self.predictors.values():
+            true = predictor.weight.grad
+            if true is None or predictor.features is None:
+                continue
+            true = true.reshape(true.shape[0], -1)
+            rms = float(true.pow(2).mean().sqrt())
+            if predictor.scale == 0.0:
+                predictor.scale = rms or 1.0
+            guess = predictor.network(predictor.features)
+            with torch.no_grad():
+                dot += float((guess * true).sum())
+                predicted_norm += float(guess.pow(2).sum())
+                true_norm += float(true.pow(2).sum())
+                layer_cos = F.cosine_similarity(guess.flatten(), true.flatten(), 0, 1e-12)
+                predictor.cosine_sum += float(layer_cos)
+                predictor.cosine_count += 1
+            predictor.optimizer.zero_grad(set_to_none=True)
+            F.mse_loss(guess, true / predictor.scale).backward()
+            predictor.optimizer.step()
+            predictor.scale = SCALE_MOMENTUM * predictor.scale + (1 - SCALE_MOMENTUM) * rms
+            trained = True
+        if not trained:
+            return None
+        return dot / max((predicted_norm * true_norm) ** 0.5, 1e-30)
+
+    def _adapt(self, cosine: float, loss: float) -> None:
+        rising = self.loss_mean is not None and loss > self.loss_mean * (1 + LOSS_RISE_TOLERANCE)
+        if cosine < self.params.cos_low or rising:
+            self.gp_run = max(self.gp_run - 1, self.params.min_gp_batches)
+        elif cosine > self.params.cos_high:
+            self.gp_run = min(self.gp_run + 1, self.params.max_gp_batches)
+
+    def epoch_figures(self) -> EpochFigures:
+        counts, self.epoch = self.epoch, _Counts()
+        batches = counts.bp + counts.gp
+        scalars = {"gp_fraction": counts.gp / batches if batches else 0.0}
+        if counts.cosines:
+            scalars["cosine_similarity"] = sum(counts.cosines) / len(counts.cosines)
+        per_layer: dict[str, dict[str, float]] = {}
+        for name, predictor in self.predictors.items():
+            if predictor.cosine_count:
+                per_layer[name] = {"cosine": predictor.cosine_sum / predictor.cosine_count}
+            predictor.cosine_sum, predictor.cosine_count = 0.0, 0
+        return EpochFigures(scalars, per_layer)
+
+    def annotate_workload(self, ops: WorkloadOps) -> None:
+        """Predictor GEMMs (on the predictor unit when the accelerator has one): FWD on every
+        batch, training on BP batches; GP batches' weight updates."""
+        hidden = self.params.predictor_hidden
+        batches = self.total.bp + self.total.gp
+        for name, predictor in self.predictors.items():
+            channels, outputs = predictor.weight.shape[0], predictor.weight[0].numel()
+
+            def op(suffix: str, pass_: TrainingPass, shape: tuple[int, int, int], runs: int,
+                   layer: str = name) -> GemmOp:  # fmt: skip
+                m, k, n = shape
+                return GemmOp(
+                    layer=f"{layer}.predictor.{suffix}", pass_=pass_, m=m, k=k, n=n,
+                    executions=runs, role="overhead", runs_on="predictor",
+                )  # fmt: skip
+
+            trained = self.total.predictor_bp
+            first = op("fc1", TrainingPass.FWD, (channels, FEATURES, hidden), batches)
+            second = op("fc2", TrainingPass.FWD, (channels, hidden, outputs), batches)
+            add_extra(first, "fp_adds", predictor.output_elements)  # pooling the features
+            add_extra(second, "weight_updates", self.total.gp * predictor.weight.numel())
+            for new in (
+                first,
+                second,
+                op("fc2", TrainingPass.BWD_DATA, (channels, outputs, hidden), trained),
+                op("fc2", TrainingPass.BWD_WEIGHT, (outputs, channels, hidden), trained),
+                op("fc1", TrainingPass.BWD_WEIGHT, (hidden, channels, FEATURES), trained),
+            ):
+                if new.executions:
+                    ops.add(new)

@@ -1,0 +1,75 @@
+"""Wall time per training epoch of each technique relative to the baseline.
+
+Two workloads, in one run: LeNet-5 on MNIST and ResNet-8 (width 16) on Fashion-MNIST, each on
+a fixed subset so the whole benchmark takes a few minutes on two cores. Epoch time excludes
+evaluation. ADA-GP is timed on its epochs after warm-up; "adagp (GP-dominant)" pins the GP
+run at 4 batches per BP batch, the regime where GP steps dominate.
+
+Targets: mercury <= 2.0x, sparsetrain <= 1.3x, adagp <= 1.0x once GP steps dominate.
+
+    python benchmarks/train_overhead.py [--train-samples N] [--epochs E]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from backend.specs.training import (
+    AdaGPParams,
+    BaselineParams,
+    MercuryParams,
+    SparseTrainParams,
+    TrainingConfig,
+)
+from worker.training import run_training
+
+TECHNIQUES = {
+    "baseline": [BaselineParams()],
+    "mercury": [MercuryParams()],
+    "sparsetrain": [SparseTrainParams()],
+    "adagp": [AdaGPParams()],
+    "adagp (GP-dominant)": [AdaGPParams(gp_batches=4, min_gp_batches=4, max_gp_batches=8)],
+}
+
+
+def epoch_seconds(config: TrainingConfig, name: str) -> tuple[float, float]:
+    result = run_training(config, TECHNIQUES[name])
+    epochs = result.epochs
+    if name.startswith("adagp"):
+        warmup = TECHNIQUES[name][0].warmup_epochs  # type: ignore[union-attr]
+        epochs = epochs[warmup:] or epochs
+    return statistics.mean(e.seconds for e in epochs), result.test_accuracy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train-samples", type=int, default=6400)
+    parser.add_argument("--epochs", type=int, default=3)
+    args = parser.parse_args()
+    cases = [
+        TrainingConfig(model="lenet5", dataset="mnist", batch_size=64),
+        TrainingConfig(model="resnet8", dataset="fashion-mnist", width=16, batch_size=64),
+    ]
+    for base in cases:
+        config = base.model_copy(
+            update={
+                "train_samples": args.train_samples,
+                "test_samples": 1000,
+                "epochs": args.epochs,
+            }
+        )
+        print(f"\n{config.model} on {config.dataset}: {args.train_samples} images, "
+              f"batch {config.batch_size}, {config.epochs} epochs")  # fmt: skip
+        baseline, baseline_accuracy = epoch_seconds(config, "baseline")
+        print(f"  {'technique':<22}{'s/epoch':>9}{'ratio':>8}{'test acc':>10}")
+        for name in TECHNIQUES:
+            if name == "baseline":
+                seconds, accuracy = baseline, baseline_accuracy
+            else:
+                seconds, accuracy = epoch_seconds(config, name)
+            print(f"  {name:<22}{seconds:>9.3f}{seconds / baseline:>7.2f}x{accuracy:>10.3f}")
+
+
+if __name__ == "__main__":
+    main()

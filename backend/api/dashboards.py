@@ -1,0 +1,326 @@
+"""Dashboards: saved run selections, filters and charts; team sharing; read-only share links.
+
+A share link's token is shown once, when it is made; only its SHA-256 is stored, and revoking
+sets `revoked_at`. `GET /shared/{token}` needs no login and returns one dashboard with the data
+of its charts, nothing else.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Path, Query, Response, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
+from backend.api.deps import DbSession
+from backend.api.run_query import RunFilters, filtered_runs
+from backend.api.security import CurrentUser, hash_token, team_ids
+from backend.db.models import Dashboard, ShareLink, User
+
+router = APIRouter(tags=["dashboards"])
+
+ChartName = Literal["pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
+ALL_CHARTS: list[ChartName] = [
+    "pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline",
+]  # fmt: skip
+EDITOR_ROLES = ("owner", "member")
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DashboardFilters(_In):
+    """The run table's filters, as the /runs query takes them."""
+
+    experiment_id: list[int] = Field(default_factory=list, max_length=100)
+    technique: list[str] = Field(default_factory=list, max_length=50)
+    model: list[str] = Field(default_factory=list, max_length=50)
+    dataset: list[str] = Field(default_factory=list, max_length=50)
+    status: list[str] = Field(default_factory=list, max_length=10)
+    accelerator: list[str] = Field(default_factory=list, max_length=100)
+    is_baseline: bool | None = None
+    param: list[str] = Field(default_factory=list, max_length=50)
+    range: list[str] = Field(default_factory=list, max_length=50)
+    sort: str = Field("-id", max_length=500)
+
+
+class DashboardConfig(_In):
+    run_ids: list[int] = Field(
+        default_factory=list,
+        max_length=MAX_CHART_RUNS,
+        description="runs the charts show; when empty, the first runs matching the filters",
+    )
+    filters: DashboardFilters = Field(default_factory=DashboardFilters)
+    charts: list[ChartName] = Field(
+        default_factory=lambda: list(ALL_CHARTS), max_length=20, description="charts, in order"
+    )
+
+
+class DashboardIn(_In):
+    name: str = Field(..., min_length=1, max_length=200)
+    team_id: int | None = Field(None, description="share with this team (you must be a member)")
+    config: DashboardConfig = Field(default_factory=DashboardConfig)
+
+
+class DashboardPatch(_In):
+    name: str | None = Field(None, min_length=1, max_length=200)
+    team_id: int | None = Field(None, description="null to stop sharing with a team")
+    config: DashboardConfig | None = None
+
+
+class DashboardOut(BaseModel):
+    id: str
+    name: str
+    owner_id: int | None
+    team_id: int | None
+    config: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    can_edit: bool
+
+
+class ShareLinkOut(BaseModel):
+    id: int
+    dashboard_id: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class NewShareLink(ShareLinkOut):
+    token: str = Field(description="shown once; only its SHA-256 is stored")
+    path: str = Field(description="the read-only page, relative to the server")
+
+
+class SharedDashboard(BaseModel):
+    name: str
+    charts: list[str]
+    data: ChartData
+
+
+def _invalid(field: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body", field), "msg": message, "type": "value_error"}])
+
+
+def _check_team(db: Session, user: User, team_id: int | None) -> None:
+    if team_id is not None and team_id not in team_ids(db, user, roles=EDITOR_ROLES):
+        raise _invalid("team_id", f"you are not an owner or member of team {team_id}")
+
+
+def _can_edit(db: Session, user: User, dashboard: Dashboard) -> bool:
+    return dashboard.owner_id == user.id or (
+        dashboard.team_id is not None
+        and dashboard.team_id in team_ids(db, user, roles=EDITOR_ROLES)
+    )
+
+
+def _visible(db: Session, user: User) -> Any:
+    teams = team_ids(db, user)
+    clauses = [Dashboard.owner_id == user.id]
+    if teams:
+        clauses.append(Dashboard.team_id.in_(teams))
+    return or_(*clauses)
+
+
+def _get(db: Session, user: User, dashboard_id: str, edit: bool = False) -> Dashboard:
+    dashboard = db.scalar(select(Dashboard).where(Dashboard.id == dashboard_id, _visible(db, user)))
+    if dashboard is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"dashboard {dashboard_id} not found")
+    if edit and not _can_edit(db, user, dashboard):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "team viewers cannot change dashboards")
+    return dashboard
+
+
+def _out(db: Session, user: User, dashboard: Dashboard) -> DashboardOut:
+    return DashboardOut(
+        id=dashboard.id,
+        name=dashboard.name,
+        owner_id=dashboard.owner_id,
+        team_id=dashboard.team_id,
+        config=dashboard.config,
+        created_at=dashboard.created_at,
+        updated_at=dashboard.updated_at,
+        can_edit=_can_edit(db, user, dashboard),
+    )
+
+
+def _new_id(db: Session) -> str:
+    while True:
+        candidate = secrets.token_urlsafe(9)  # 12 characters, 72 random bits
+        if db.get(Dashboard, candidate) is None:
+            return candidate
+
+
+def _run_ids(db: Session, viewer: User, config: dict[str, Any]) -> list[int]:
+    """The dashboard's chosen runs, or the first runs its filters match."""
+    parsed = DashboardConfig.model_validate(config)
+    if parsed.run_ids:
+        return parsed.run_ids
+    filters = RunFilters(**parsed.filters.model_dump())
+    query = filtered_runs(db, viewer, filters).order_by(*filters.order_by())
+    return [run.id for run in db.scalars(query.limit(MAX_CHART_RUNS))]
+
+
+@router.get("/dashboards", response_model=list[DashboardOut])
+def list_dashboards(db: DbSession, user: CurrentUser) -> list[DashboardOut]:
+    """Your dashboards and your teams', most recently changed first."""
+    rows = db.scalars(
+        select(Dashboard)
+        .where(_visible(db, user))
+        .order_by(Dashboard.updated_at.desc(), Dashboard.id)
+    )
+    return [_out(db, user, d) for d in rows]
+
+
+@router.post("/dashboards", response_model=DashboardOut, status_code=status.HTTP_201_CREATED)
+def create_dashboard(body: DashboardIn, db: DbSession, user: CurrentUser) -> DashboardOut:
+    _check_team(db, user, body.team_id)
+    dashboard = Dashboard(
+        id=_new_id(db),
+        owner_id=user.id,
+        team_id=body.team_id,
+        name=body.name,
+        config=body.config.model_dump(),
+    )
+    db.add(dashboard)
+    db.commit()
+    db.refresh(dashboard)
+    return _out(db, user, dashboard)
+
+
+@router.get("/dashboards/{dashboard_id}", response_model=DashboardOut)
+def show_dashboard(dashboard_id: str, db: DbSession, user: CurrentUser) -> DashboardOut:
+    return _out(db, user, _get(db, user, dashboard_id))
+
+
+@router.patch("/dashboards/{dashboard_id}", response_model=DashboardOut)
+def update_dashboard(
+    dashboard_id: str, body: DashboardPatch, db: DbSession, user: CurrentUser
+) -> DashboardOut:
+    """Rename, re-share with a team (or `team_id: null`), or replace the config."""
+    dashboard = _get(db, user, dashboard_id, edit=True)
+    if "name" in body.model_fields_set:
+        if body.name is None:
+            raise _invalid("name", "name cannot be null")
+        dashboard.name = body.name
+    if "team_id" in body.model_fields_set:
+        _check_team(db, user, body.team_id)
+        dashboard.team_id = body.team_id
+    if body.config is not None:
+        dashboard.config = body.config.model_dump()
+    db.commit()
+    db.refresh(dashboard)
+    return _out(db, user, dashboard)
+
+
+@router.delete("/dashboards/{dashboard_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_dashboard(dashboard_id: str, db: DbSession, user: CurrentUser) -> Response:
+    db.delete(_get(db, user, dashboard_id, edit=True))
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/dashboards/{dashboard_id}/data", response_model=ChartData)
+def dashboard_data(dashboard_id: str, db: DbSession, user: CurrentUser) -> ChartData:
+    """The data of the dashboard's charts, as you may see it."""
+    dashboard = _get(db, user, dashboard_id)
+    return chart_data(db, user, _run_ids(db, user, dashboard.config))
+
+
+@router.post(
+    "/dashboards/{dashboard_id}/share-links",
+    response_model=NewShareLink,
+    status_code=status.HTTP_201_CREATED,
+)
+def create_share_link(dashboard_id: str, db: DbSession, user: CurrentUser) -> NewShareLink:
+    """A new read-only link; its token is in this answer only."""
+    dashboard = _get(db, user, dashboard_id, edit=True)
+    token = secrets.token_urlsafe(32)
+    link = ShareLink(dashboard_id=dashboard.id, token_hash=hash_token(token), created_by=user.id)
+    db.add(link)
+    db.commit()
+    db.refresh(link)
+    return NewShareLink(
+        id=link.id,
+        dashboard_id=dashboard.id,
+        created_at=link.created_at,
+        revoked_at=None,
+        token=token,
+        path=f"/shared/{token}",
+    )
+
+
+@router.get("/dashboards/{dashboard_id}/share-links", response_model=list[ShareLinkOut])
+def list_share_links(dashboard_id: str, db: DbSession, user: CurrentUser) -> list[ShareLinkOut]:
+    dashboard = _get(db, user, dashboard_id, edit=True)
+    links = db.scalars(
+        select(ShareLink).where(ShareLink.dashboard_id == dashboard.id).order_by(ShareLink.id)
+    )
+    return [
+        ShareLinkOut(
+            id=link.id,
+            dashboard_id=link.dashboard_id,
+            created_at=link.created_at,
+            revoked_at=link.revoked_at,
+        )
+        for link in links
+    ]
+
+
+@router.delete(
+    "/dashboards/{dashboard_id}/share-links/{link_id}", status_code=status.HTTP_204_NO_CONTENT
+)
+def revoke_share_link(
+    dashboard_id: str, link_id: int, db: DbSession, user: CurrentUser
+) -> Response:
+    """Revoke a link for good; revoking twice is harmless."""
+    dashboard = _get(db, user, dashboard_id, edit=True)
+    link = db.scalar(
+        select(ShareLink).where(ShareLink.id == link_id, ShareLink.dashboard_id == dashboard.id)
+    )
+    if link is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"share link {link_id} not found")
+    if link.revoked_at is None:
+        link.revoked_at = datetime.now(UTC)
+        db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/chart-data", response_model=ChartData)
+def runs_chart_data(
+    db: DbSession,
+    user: CurrentUser,
+    ids: Annotated[
+        list[int], Query(min_length=1, max_length=MAX_CHART_RUNS, description="run ids")
+    ],
+) -> ChartData:
+    """What the comparison charts need of these runs (those you may see), in one answer."""
+    return chart_data(db, user, ids)
+
+
+@router.get("/shared/{token}", response_model=SharedDashboard)
+def shared_dashboard(
+    token: Annotated[str, Path(min_length=1, max_length=128)], db: DbSession
+) -> SharedDashboard:
+    """A dashboard through its read-only link, no login: its name, charts and their data."""
+    found = db.execute(
+        select(Dashboard, ShareLink)
+        .join(ShareLink, ShareLink.dashboard_id == Dashboard.id)
+        .where(ShareLink.token_hash == hash_token(token), ShareLink.revoked_at.is_(None))
+    ).first()
+    owner = db.get(User, found[0].owner_id) if found and found[0].owner_id else None
+    if found is None or owner is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "this link does not exist or was revoked")
+    dashboard = found[0]
+    config = DashboardConfig.model_validate(dashboard.config)
+    return SharedDashboard(
+        name=dashboard.name,
+        charts=list(config.charts),
+        data=chart_data(db, owner, _run_ids(db, owner, dashboard.config)),
+    )

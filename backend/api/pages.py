@@ -1,0 +1,88 @@
+"""The dashboard's pages and static files, and Plotly served from the installed package."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import plotly
+from fastapi import APIRouter, FastAPI, HTTPException, status
+from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from backend.specs.accelerator import PRESETS
+
+FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
+PAGES_DIR = FRONTEND_DIR / "pages"
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+router = APIRouter()
+
+
+@cache
+def _page(name: str) -> str:
+    return (PAGES_DIR / f"{name}.html").read_text(encoding="utf-8")
+
+
+def _html(name: str) -> HTMLResponse:
+    return HTMLResponse(_page(name), headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def runs_page() -> HTMLResponse:
+    """Experiments with live status, and the run table."""
+    return _html("runs")
+
+
+@router.get("/submit", response_class=HTMLResponse, include_in_schema=False)
+def submit_page() -> HTMLResponse:
+    return _html("submit")
+
+
+@router.get("/compare", response_class=HTMLResponse, include_in_schema=False)
+def compare_page() -> HTMLResponse:
+    """Charts over the selected runs (`?ids=1,2,3`), savable as a dashboard."""
+    return _html("compare")
+
+
+@router.get("/dashboards", response_class=HTMLResponse, include_in_schema=False)
+def dashboards_page() -> HTMLResponse:
+    return _html("dashboards")
+
+
+@router.get("/dashboards/{dashboard_id}", response_class=HTMLResponse, include_in_schema=False)
+def dashboard_page(dashboard_id: str) -> HTMLResponse:
+    return _html("compare")
+
+
+@router.get("/shared/{token}", response_class=HTMLResponse, include_in_schema=False)
+def shared_page(token: str) -> HTMLResponse:
+    """A read-only dashboard; the page reads its data with the token, nothing else."""
+    return HTMLResponse(
+        _page("shared"),
+        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+    )
+
+
+@router.get("/vendor/plotly.min.js", include_in_schema=False)
+def plotly_js() -> FileResponse:
+    """Plotly from the installed Python package: no CDN, no copy in the repository."""
+    if not PLOTLY_JS.is_file():
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "plotly.min.js is not installed")
+    return FileResponse(
+        PLOTLY_JS,
+        media_type="text/javascript",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
+
+
+@router.get("/api/v1/accelerator-presets", include_in_schema=True, tags=["specs"])
+def accelerator_presets() -> dict[str, dict[str, Any]]:
+    """The accelerator presets an experiment may name, in full (for the submit form)."""
+    return {name: preset.model_dump() for name, preset in PRESETS.items()}
+
+
+def mount_static(app: FastAPI) -> None:
+    """Serve frontend/ at /static (ES modules and CSS, no build step)."""
+    app.mount("/static", StaticFiles(directory=FRONTEND_DIR), name="static")

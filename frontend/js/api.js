@@ -1,0 +1,65 @@
+// Talking to the REST API: JSON in and out, errors as ApiError with the server's field messages.
+
+export const API = "/api/v1";
+
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(typeof detail === "string" ? detail : `HTTP ${status}`);
+    this.status = status;
+    this.detail = detail;
+  }
+
+  /** [{loc: [...], msg}] for a 422 from pydantic or the API, else []. */
+  get fieldErrors() {
+    return Array.isArray(this.detail) ? this.detail : [];
+  }
+}
+
+function csrfHeader() {
+  // When the server runs with login sessions it may set a CSRF cookie; echo it back.
+  const match = document.cookie.match(/(?:^|;\s*)(?:orrery_csrf|csrf_token)=([^;]+)/);
+  return match ? { "X-CSRF-Token": decodeURIComponent(match[1]) } : {};
+}
+
+export async function request(method, path, body) {
+  const headers = { Accept: "application/json", ...csrfHeader() };
+  const init = { method, headers, credentials: "same-origin" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path.startsWith("/") ? path : `${API}/${path}`, init);
+  if (response.status === 204) return null;
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new ApiError(response.status, data && data.detail !== undefined ? data.detail : text);
+  return data;
+}
+
+export const getJson = (path) => request("GET", path);
+export const postJson = (path, body) => request("POST", path, body ?? {});
+export const patchJson = (path, body) => request("PATCH", path, body);
+export const del = (path) => request("DELETE", path);
+
+/** A query string from an object; arrays repeat the key, empty values are left out. */
+export function query(params) {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (item !== undefined && item !== null && item !== "") search.append(key, String(item));
+    }
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+/** A short readable message for any error thrown by request(). */
+export function describe(error) {
+  if (error instanceof ApiError) {
+    if (error.fieldErrors.length) {
+      return error.fieldErrors.map((e) => `${(e.loc || []).filter((p) => p !== "body").join(".")}: ${e.msg}`).join("; ");
+    }
+    return `${error.status}: ${typeof error.detail === "string" ? error.detail : JSON.stringify(error.detail)}`;
+  }
+  return String(error && error.message ? error.message : error);
+}

@@ -1,0 +1,80 @@
+// Training curves per epoch: loss, accuracy, MERCURY hit rate, gradient density, ADA-GP fraction.
+
+import { baseLayout, colorAt, emptyFigure } from "./common.js";
+
+const PANELS = [
+  { title: "loss", series: [["train_loss", "train"], ["test_loss", "test"]] },
+  { title: "accuracy", series: [["train_accuracy", "train"], ["test_accuracy", "test"]] },
+  { title: "hit rate", series: [["hit_rate", ""]] },
+  { title: "density", series: [["density_fwd", "fwd"], ["density_bwd", "bwd"]] },
+  { title: "GP fraction", series: [["gp_fraction", ""]] },
+];
+const COLUMNS = 3;
+
+/** One run per training: runs that share a training share its curves. */
+function trainings(runs) {
+  const seen = new Map();
+  for (const run of runs) {
+    if (!run.epochs || !run.epochs.length) continue;
+    const key = run.training_id ?? `run-${run.id}`;
+    if (!seen.has(key)) seen.set(key, run);
+  }
+  return [...seen.values()];
+}
+
+function axisDomains(index) {
+  const rows = Math.ceil(PANELS.length / COLUMNS);
+  const col = index % COLUMNS;
+  const row = Math.floor(index / COLUMNS);
+  const width = 1 / COLUMNS;
+  const height = 1 / rows;
+  return {
+    x: [col * width + 0.04, (col + 1) * width - 0.03],
+    y: [1 - (row + 1) * height + 0.1, 1 - row * height - 0.06],
+  };
+}
+
+export default {
+  id: "curves",
+  title: "Training curves per epoch",
+  build(runs) {
+    const shown = trainings(runs);
+    if (!shown.length) return emptyFigure("no epochs recorded yet");
+    const data = [];
+    const layout = baseLayout({ margin: { l: 45, r: 10, t: 30, b: 40 }, showlegend: true, annotations: [] });
+    PANELS.forEach((panel, index) => {
+      const suffix = index === 0 ? "" : String(index + 1);
+      const domains = axisDomains(index);
+      layout[`xaxis${suffix}`] = { domain: domains.x, anchor: `y${suffix}`, title: { text: "epoch" }, dtick: 1 };
+      layout[`yaxis${suffix}`] = { domain: domains.y, anchor: `x${suffix}` };
+      layout.annotations.push({
+        text: `<b>${panel.title}</b>`, showarrow: false, xref: "paper", yref: "paper",
+        x: (domains.x[0] + domains.x[1]) / 2, y: domains.y[1] + 0.02, xanchor: "center", yanchor: "bottom",
+      });
+      let drawn = 0;
+      shown.forEach((run, runIndex) => {
+        panel.series.forEach(([key, label], seriesIndex) => {
+          const points = run.epochs.filter((e) => e[key] !== null && e[key] !== undefined);
+          if (!points.length) return;
+          drawn += 1;
+          const name = `#${run.id} ${run.technique}`;
+          data.push({
+            type: "scatter", mode: "lines+markers", xaxis: `x${suffix}`, yaxis: `y${suffix}`,
+            name, legendgroup: name, showlegend: index === 0 && seriesIndex === 0,
+            x: points.map((e) => e.epoch), y: points.map((e) => e[key]),
+            line: { color: colorAt(runIndex), dash: seriesIndex ? "dot" : "solid" },
+            hovertemplate: `${name}<br>${panel.title}${label ? ` (${label})` : ""}<br>epoch %{x}: %{y:.4g}<extra></extra>`,
+          });
+        });
+      });
+      if (!drawn) {
+        layout.annotations.push({
+          text: "not measured", showarrow: false, xref: "paper", yref: "paper",
+          x: (domains.x[0] + domains.x[1]) / 2, y: (domains.y[0] + domains.y[1]) / 2, font: { color: "#888" },
+        });
+      }
+    });
+    layout.legend = { orientation: "v", x: 0.7, y: 0.35, xanchor: "left" };
+    return { data, layout };
+  },
+};

@@ -1,0 +1,44 @@
+// Parallel coordinates over the swept parameters and the outcomes (speedup, accuracy, energy).
+
+import { baseLayout, emptyFigure, finished } from "./common.js";
+
+const OUTCOMES = [
+  ["speedup", "speedup (×)"],
+  ["accuracy", "accuracy"],
+  ["energy_ratio", "energy / baseline"],
+];
+
+function dimension(label, values) {
+  const numeric = values.every((v) => typeof v === "number" || typeof v === "boolean" || v === null);
+  if (numeric) return { label, values: values.map((v) => (v === null ? NaN : Number(v))) };
+  const categories = [...new Set(values.map(String))].sort();
+  return {
+    label,
+    values: values.map((v) => categories.indexOf(String(v))),
+    tickvals: categories.map((_, i) => i),
+    ticktext: categories,
+  };
+}
+
+export default {
+  id: "parallel",
+  title: "Parallel coordinates over sweep parameters",
+  build(runs) {
+    const shown = finished(runs).filter((r) => r.speedup !== null);
+    if (!shown.length) return emptyFigure("no finished runs to compare");
+    const keys = [...new Set(shown.flatMap((r) => Object.keys(r.params || {})))].sort();
+    const dimensions = [
+      ...keys.map((key) => dimension(key, shown.map((r) => (r.params[key] === undefined ? "–" : r.params[key])))),
+      dimension("accelerator", shown.map((r) => r.accelerator_name)),
+      ...OUTCOMES.map(([key, label]) => dimension(label, shown.map((r) => r[key]))),
+    ];
+    return {
+      data: [{
+        type: "parcoords",
+        dimensions,
+        line: { color: shown.map((r) => r.speedup), colorscale: "Viridis", showscale: true, colorbar: { title: { text: "speedup" } } },
+      }],
+      layout: baseLayout({ margin: { l: 70, r: 70, t: 60, b: 30 } }),
+    };
+  },
+};

@@ -1,0 +1,63 @@
+// Roofline: achieved ops/s against operational intensity (ops per DRAM byte), under each array's roof.
+
+import { baseLayout, colorAt, emptyFigure, finished, groupBy, hoverText, techniqueColor } from "./common.js";
+
+/** Peak ops/s (2 ops per MAC per PE per cycle) and DRAM bytes/s of one accelerator. */
+export function roofOf(accelerator) {
+  const hz = accelerator.clock_mhz * 1e6;
+  return {
+    peak: 2 * accelerator.rows * accelerator.cols * hz,
+    bandwidth: accelerator.dram_bandwidth * accelerator.word_bytes * hz,
+  };
+}
+
+export function pointOf(run) {
+  const ops = 2 * (run.macs_actual ?? 0);
+  const seconds = run.total_cycles / (run.accelerator.clock_mhz * 1e6);
+  return { intensity: ops / run.dram_bytes, performance: ops / seconds };
+}
+
+export default {
+  id: "roofline",
+  title: "Roofline: ops and DRAM bytes against the array's peak",
+  build(runs) {
+    const shown = finished(runs).filter((r) => r.total_cycles && r.dram_bytes && r.macs_actual && r.accelerator && r.accelerator.clock_mhz);
+    if (!shown.length) return emptyFigure("no finished runs with cycles and DRAM traffic");
+    const points = shown.map((run) => ({ run, ...pointOf(run) }));
+    const intensities = points.map((p) => p.intensity);
+    const lo = Math.min(...intensities) / 10;
+    const hi = Math.max(...intensities) * 10;
+    const data = [];
+    [...groupBy(shown, (r) => r.accelerator_name)].forEach(([name, group], index) => {
+      const { peak, bandwidth } = roofOf(group[0].accelerator);
+      const ridge = peak / bandwidth;
+      const xs = [lo, Math.min(Math.max(ridge, lo), hi), hi];
+      data.push({
+        type: "scatter", mode: "lines", name: `roof: ${name}`,
+        x: xs, y: xs.map((x) => Math.min(peak, bandwidth * x)),
+        line: { color: colorAt(index + 6), width: 2 },
+        hovertemplate: `${name}<br>peak %{y:.3s}ops/s<br>ridge at ${ridge.toPrecision(3)} ops/byte<extra></extra>`,
+      });
+    });
+    for (const [technique, group] of groupBy(points, (p) => p.run.technique)) {
+      data.push({
+        type: "scatter", mode: "markers", name: technique,
+        x: group.map((p) => p.intensity), y: group.map((p) => p.performance),
+        text: group.map((p) => hoverText(p.run, [
+          `intensity: ${p.intensity.toPrecision(3)} ops/byte`,
+          `achieved: ${(p.performance / 1e9).toPrecision(3)} Gops/s`,
+          `of peak: ${((100 * p.performance) / roofOf(p.run.accelerator).peak).toFixed(1)}%`,
+        ])),
+        hovertemplate: "%{text}<extra></extra>",
+        marker: { size: 10, color: techniqueColor(technique), line: { width: 1, color: "#fff" } },
+      });
+    }
+    return {
+      data,
+      layout: baseLayout({
+        xaxis: { type: "log", title: { text: "operational intensity (ops / DRAM byte)" } },
+        yaxis: { type: "log", title: { text: "achieved ops / s" } },
+      }),
+    };
+  },
+};

@@ -1,0 +1,117 @@
+// Recent experiments with live status and progress from server-sent events, and cancel buttons.
+
+import { API, describe, getJson, postJson } from "./api.js";
+import { el } from "./format.js";
+
+const TERMINAL = new Set(["done", "failed", "cancelled"]);
+const MAX_STREAMS = 4; // browsers allow ~6 connections per host; leave room for fetches
+
+export class LiveExperiments {
+  constructor(container, { onRun, onEnd, onShowRuns }) {
+    this.container = container;
+    this.onRun = onRun;
+    this.onEnd = onEnd;
+    this.onShowRuns = onShowRuns;
+    this.streams = new Map();
+    this.runStates = new Map(); // experiment id -> Map(run id -> {status, progress})
+  }
+
+  async load() {
+    try {
+      const page = await getJson(`${API}/experiments?limit=15`);
+      this.render(page.items);
+      for (const experiment of page.items) {
+        if (!TERMINAL.has(experiment.status)) this.follow(experiment.id);
+      }
+    } catch (error) {
+      this.container.replaceChildren(el("div", { class: "errors-box", role: "alert", text: describe(error) }));
+    }
+  }
+
+  render(experiments) {
+    if (!experiments.length) {
+      this.container.replaceChildren(el("p", { class: "muted" }, "No experiments yet. ", el("a", { href: "/submit", text: "Submit one" }), "."));
+      return;
+    }
+    const rows = experiments.map((experiment) => this.row(experiment));
+    this.container.replaceChildren(el("table", { class: "data", "aria-label": "experiments" },
+      el("thead", {}, el("tr", {}, ["Experiment", "Status", "Progress", "Runs", ""].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows)));
+  }
+
+  row(experiment) {
+    const counts = experiment.run_counts;
+    const finished = counts.done + counts.failed + counts.cancelled;
+    const total = experiment.total_runs || 1;
+    const cancel = el("button", {
+      type: "button", class: "danger", hidden: TERMINAL.has(experiment.status),
+      "aria-label": `cancel experiment ${experiment.id}`, text: "Cancel",
+      onclick: () => this.cancel(experiment.id),
+    });
+    return el("tr", { dataset: { experimentId: String(experiment.id), status: experiment.status } },
+      el("td", {}, `#${experiment.id} `, el("b", { text: experiment.name })),
+      el("td", { class: "experiment-status" }, el("span", { class: `badge ${experiment.status}`, text: experiment.status })),
+      el("td", {}, el("progress", { max: "1", value: String(finished / total), "aria-label": `experiment ${experiment.id} progress` })),
+      el("td", { class: "experiment-counts", text: `${counts.done}/${experiment.total_runs} done${counts.failed ? `, ${counts.failed} failed` : ""}${counts.cancelled ? `, ${counts.cancelled} cancelled` : ""}` }),
+      el("td", {}, el("button", { type: "button", text: "Show runs", onclick: () => this.onShowRuns(experiment.id) }), " ", cancel));
+  }
+
+  rowOf(id) {
+    return this.container.querySelector(`tr[data-experiment-id="${id}"]`);
+  }
+
+  follow(id) {
+    if (this.streams.has(id) || this.streams.size >= MAX_STREAMS) return;
+    const source = new EventSource(`${API}/experiments/${id}/events`);
+    this.streams.set(id, source);
+    this.runStates.set(id, new Map());
+    source.addEventListener("run", (event) => {
+      const run = JSON.parse(event.data);
+      this.runStates.get(id).set(run.id, run);
+      this.showProgress(id);
+      this.onRun(run);
+    });
+    source.addEventListener("experiment", (event) => this.showStatus(id, JSON.parse(event.data).status));
+    source.addEventListener("end", (event) => {
+      source.close();
+      this.streams.delete(id);
+      this.showStatus(id, JSON.parse(event.data).status);
+      this.refresh(id);
+      this.onEnd(id);
+    });
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) this.streams.delete(id);
+    };
+  }
+
+  showProgress(id) {
+    const row = this.rowOf(id);
+    const runs = [...this.runStates.get(id).values()];
+    if (!row || !runs.length) return;
+    const value = runs.reduce((sum, r) => sum + (TERMINAL.has(r.status) ? 1 : r.progress || 0), 0) / runs.length;
+    row.querySelector("progress").value = value;
+  }
+
+  showStatus(id, status) {
+    const row = this.rowOf(id);
+    if (!row) return;
+    row.dataset.status = status;
+    row.querySelector(".experiment-status").replaceChildren(el("span", { class: `badge ${status}`, text: status }));
+    if (TERMINAL.has(status)) row.querySelector("button.danger").hidden = true;
+  }
+
+  async refresh(id) {
+    const experiment = await getJson(`${API}/experiments/${id}`);
+    const row = this.rowOf(id);
+    if (row) row.replaceWith(this.row(experiment));
+  }
+
+  async cancel(id) {
+    try {
+      await postJson(`${API}/experiments/${id}/cancel`);
+      await this.refresh(id);
+    } catch (error) {
+      window.alert(`Could not cancel: ${describe(error)}`);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+// The experiments-and-runs page: live experiments above, the run table below, state in the URL.
+
+import { API, query } from "../api.js";
+import { el } from "../format.js";
+import { LiveExperiments } from "../live-experiments.js";
+import { FILTERS, RunTable } from "../run-table.js";
+
+const params = new URLSearchParams(location.search);
+const initialFilters = Object.fromEntries(FILTERS.map((f) => [f.key, params.get(f.key) || ""]).filter(([, v]) => v));
+const form = document.getElementById("run-filters");
+const compareButton = document.getElementById("compare-selected");
+
+function buildFilterForm() {
+  for (const filter of FILTERS) {
+    const id = `filter-${filter.key}`;
+    const input = filter.options
+      ? el("select", { id, name: filter.key }, filter.options.map((o) => el("option", { value: o, text: o || "any" })))
+      : el("input", { id, name: filter.key, type: filter.type || "text", placeholder: filter.placeholder || "" });
+    input.value = initialFilters[filter.key] || "";
+    form.append(el("div", { class: "field" }, el("label", { for: id, text: filter.label }), input));
+  }
+  form.append(el("div", { class: "field" }, el("span", { text: "\u00a0" }), el("button", { type: "submit", text: "Apply filters" })));
+}
+
+function currentFilters() {
+  const data = new FormData(form);
+  return Object.fromEntries([...data.entries()].filter(([, v]) => v !== ""));
+}
+
+function syncUrl(table) {
+  const { filters, sort, offset, limit } = table.state;
+  const state = { ...filters, sort: sort === "-id" ? "" : sort, offset: offset || "", limit: limit === 50 ? "" : limit };
+  history.replaceState(null, "", `/${query(state)}`);
+  document.getElementById("export-csv").href = `${API}/runs/export${query({ ...filters, sort, format: "csv" })}`;
+  document.getElementById("export-json").href = `${API}/runs/export${query({ ...filters, sort, format: "json" })}`;
+  compareButton.disabled = table.selected.size === 0;
+  compareButton.textContent = `Compare selected (${table.selected.size})`;
+}
+
+buildFilterForm();
+const table = new RunTable(document.getElementById("run-table"), {
+  state: {
+    filters: initialFilters,
+    sort: params.get("sort") || "-id",
+    offset: Number(params.get("offset") || 0),
+    limit: Number(params.get("limit") || 50),
+  },
+  onChange: syncUrl,
+});
+
+let reloadTimer = null;
+const experiments = new LiveExperiments(document.getElementById("experiments"), {
+  onRun: (run) => {
+    table.updateRun(run);
+    if (run.status === "done") {
+      clearTimeout(reloadTimer);
+      reloadTimer = setTimeout(() => table.load(), 800); // fresh metrics for finished runs
+    }
+  },
+  onEnd: () => table.load(),
+  onShowRuns: (id) => {
+    form.querySelector("[name=experiment_id]").value = String(id);
+    table.setFilters(currentFilters());
+  },
+});
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  table.setFilters(currentFilters());
+});
+compareButton.addEventListener("click", () => {
+  location.href = `/compare?ids=${[...table.selected].sort((a, b) => a - b).join(",")}`;
+});
+
+table.load();
+experiments.load();

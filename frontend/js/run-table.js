@@ -1,0 +1,157 @@
+// The run table: server-paginated, sortable, filterable; keeps a selection across pages.
+
+import { API, getJson, query, describe } from "./api.js";
+import { el, fmtNumber, fmtParams, fmtPercent } from "./format.js";
+
+export const FILTERS = [
+  { key: "experiment_id", label: "Experiment id", type: "number" },
+  { key: "technique", label: "Technique", placeholder: "mercury" },
+  { key: "model", label: "Model", placeholder: "mlp" },
+  { key: "dataset", label: "Dataset", placeholder: "digits" },
+  { key: "status", label: "Status", options: ["", "queued", "running", "done", "failed", "cancelled"] },
+  { key: "accelerator", label: "Accelerator", placeholder: "edge" },
+  { key: "param", label: "Swept value", placeholder: "mercury.signature_bits:16" },
+  { key: "range", label: "Metric range", placeholder: "speedup:1.2:" },
+];
+
+const COLUMNS = [
+  { key: "id", label: "Run", sort: "id", render: (r) => `#${r.id}` },
+  { key: "experiment_id", label: "Exp.", render: (r) => `#${r.experiment_id}` },
+  { key: "technique", label: "Technique", sort: "technique" },
+  { key: "model", label: "Model", sort: "model" },
+  { key: "dataset", label: "Dataset", sort: "dataset" },
+  { key: "accelerator_name", label: "Accelerator", sort: "accelerator_name" },
+  { key: "status", label: "Status", sort: "status", render: statusCell },
+  { key: "accuracy", label: "Accuracy", sort: "accuracy", num: true, render: (r) => fmtPercent(r.accuracy) },
+  { key: "speedup", label: "Speedup", sort: "speedup", num: true, render: (r) => (r.speedup === null ? "–" : `${r.speedup.toFixed(3)}×`) },
+  { key: "energy_ratio", label: "Energy ratio", sort: "energy_ratio", num: true, render: (r) => fmtNumber(r.energy_ratio) },
+  { key: "total_cycles", label: "Cycles", sort: "total_cycles", num: true, render: (r) => fmtNumber(r.total_cycles) },
+  { key: "energy_pj", label: "Energy (µJ)", sort: "energy_pj", num: true, render: (r) => fmtNumber(r.energy_pj === null ? null : r.energy_pj / 1e6) },
+  { key: "params", label: "Swept values", render: (r) => fmtParams(r.params) },
+];
+
+export function statusCell(run) {
+  const cell = el("span", { class: "status", dataset: { runStatus: run.status } }, el("span", { class: `badge ${run.status}`, text: run.status }));
+  if (run.status === "running" || run.status === "queued") {
+    cell.append(" ", el("progress", { max: "1", value: String(run.progress ?? 0), "aria-label": `run ${run.id} progress` }));
+  }
+  return cell;
+}
+
+export class RunTable {
+  constructor(container, { state, onChange }) {
+    this.container = container;
+    this.state = { filters: {}, sort: "-id", limit: 50, offset: 0, ...state };
+    this.selected = new Set();
+    this.onChange = onChange || (() => {});
+    this.rows = new Map();
+  }
+
+  apiQuery(extra = {}) {
+    return query({ ...this.state.filters, sort: this.state.sort, ...extra });
+  }
+
+  async load() {
+    const { limit, offset } = this.state;
+    this.container.setAttribute("aria-busy", "true");
+    try {
+      const page = await getJson(`${API}/runs${this.apiQuery({ limit, offset })}`);
+      this.page = page;
+      this.render();
+    } catch (error) {
+      this.container.replaceChildren(el("div", { class: "errors-box", role: "alert", text: describe(error) }));
+    } finally {
+      this.container.removeAttribute("aria-busy");
+      this.onChange(this);
+    }
+  }
+
+  setFilters(filters) {
+    this.state.filters = filters;
+    this.state.offset = 0;
+    return this.load();
+  }
+
+  sortBy(column) {
+    const current = this.state.sort;
+    this.state.sort = current === column ? `-${column}` : current === `-${column}` ? column : `-${column}`;
+    this.state.offset = 0;
+    return this.load();
+  }
+
+  /** A live update from the event stream: patch the row in place when it is on this page. */
+  updateRun({ id, status, progress }) {
+    const row = this.rows.get(id);
+    if (!row) return;
+    const run = { ...row.run, status, progress };
+    row.run = run;
+    row.statusCell.replaceChildren(statusCell(run));
+  }
+
+  render() {
+    const { items, total, limit, offset } = this.page;
+    this.rows.clear();
+    const header = el("tr", {},
+      el("th", {}, el("input", { type: "checkbox", "aria-label": "select all runs on this page", onchange: (e) => this.selectPage(e.target.checked) })),
+      COLUMNS.map((col) => el("th", { "aria-sort": this.ariaSort(col) }, col.sort
+        ? el("button", { type: "button", class: "sort", onclick: () => this.sortBy(col.sort), text: `${col.label}${this.arrow(col)}` })
+        : col.label)));
+    const body = el("tbody");
+    for (const run of items) {
+      const statusTd = el("td");
+      const cells = COLUMNS.map((col) => {
+        const value = col.render ? col.render(run) : run[col.key];
+        if (col.key === "status") { statusTd.append(value); return statusTd; }
+        return el("td", { class: col.num ? "num" : "" }, value);
+      });
+      const box = el("input", {
+        type: "checkbox", "aria-label": `select run ${run.id}`, checked: this.selected.has(run.id),
+        onchange: (e) => this.toggle(run.id, e.target.checked),
+      });
+      body.append(el("tr", { dataset: { runId: String(run.id) } }, el("td", {}, box), cells));
+      this.rows.set(run.id, { run, statusCell: statusTd });
+    }
+    const first = total ? offset + 1 : 0;
+    const last = Math.min(offset + limit, total);
+    const pager = el("div", { class: "pager" },
+      el("button", { type: "button", disabled: offset === 0, onclick: () => this.goto(offset - limit), text: "‹ Previous" }),
+      el("span", { class: "page-info", "aria-live": "polite", text: `${first}–${last} of ${total.toLocaleString("en-US")} runs` }),
+      el("button", { type: "button", disabled: last >= total, onclick: () => this.goto(offset + limit), text: "Next ›" }),
+      el("label", {}, "Rows per page ", el("select", { onchange: (e) => { this.state.limit = Number(e.target.value); this.goto(0); } },
+        [25, 50, 100, 250].map((n) => el("option", { value: String(n), selected: n === limit, text: String(n) })))),
+      el("span", { class: "muted selection-info", text: `${this.selected.size} selected` }));
+    const table = el("table", { class: "data", "aria-label": "runs" }, el("thead", {}, header), body);
+    this.container.replaceChildren(pager, el("div", { style: "overflow-x:auto" }, table));
+  }
+
+  ariaSort(col) {
+    if (!col.sort) return null;
+    if (this.state.sort === col.sort) return "ascending";
+    if (this.state.sort === `-${col.sort}`) return "descending";
+    return "none";
+  }
+
+  arrow(col) {
+    const sort = this.ariaSort(col);
+    return sort === "ascending" ? " ▲" : sort === "descending" ? " ▼" : "";
+  }
+
+  goto(offset) {
+    this.state.offset = Math.max(0, offset);
+    return this.load();
+  }
+
+  toggle(id, on) {
+    if (on) this.selected.add(id); else this.selected.delete(id);
+    const info = this.container.querySelector(".selection-info");
+    if (info) info.textContent = `${this.selected.size} selected`;
+    this.onChange(this);
+  }
+
+  selectPage(on) {
+    for (const box of this.container.querySelectorAll("tbody input[type=checkbox]")) {
+      box.checked = on;
+      this.toggle(Number(box.closest("tr").dataset.runId), on);
+    }
+  }
+}

@@ -86,6 +86,8 @@ def serve(
     if with_worker:
         worker_process = subprocess.Popen(worker_command(settings.worker_concurrency, "WARNING"))
     mode = "embedded (SQLite, no external server)" if settings.is_embedded else "external services"
+    if settings.single_user_mode:
+        mode += "; SINGLE-USER: no login, every request acts as the local user"
     console.print(f"[bold]Orrery[/] on {mode}; data in {settings.data_dir.resolve()}")
     console.print(f"Dashboard and API: [link]http://{host}:{port}/[/]  (docs: /api/docs)")
     try:
@@ -291,6 +293,96 @@ def simulate(
     from worker.training import dense_workload
 
     console.print(layer_table(run_simulation(dense_workload(config), PRESETS[accel])))
+
+
+user_app = typer.Typer(help="Accounts: create users (the first admin among them).")
+token_app = typer.Typer(help="Personal API tokens, made on the server for a user.")
+app.add_typer(user_app, name="user")
+app.add_typer(token_app, name="token")
+
+
+@user_app.command("create")
+def user_create(
+    email: Annotated[str, typer.Option(help="the account's email, used to log in")],
+    name: Annotated[str | None, typer.Option(help="display name")] = None,
+    admin: Annotated[bool, typer.Option(help="may create accounts")] = False,
+    password_stdin: Annotated[
+        bool, typer.Option(help="read the password from standard input, not a prompt")
+    ] = False,
+) -> None:
+    """Create an account on this server's database (e.g. the first admin)."""
+    from backend.auth.users import AccountError, create_user
+    from backend.db.session import session_scope
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    settings = get_settings()
+    migrations.upgrade(settings.effective_database_url)
+    with session_scope(settings.effective_database_url) as db:
+        try:
+            user = create_user(db, email, password, name, is_admin=admin)
+        except AccountError as exc:
+            _fail(f"--{exc.field}: {exc.message}" if exc.field == "email" else str(exc))
+        console.print(f"created {'admin ' if admin else ''}user {user.id} <{user.email}>")
+    if settings.single_user_mode:
+        console.print(
+            "[yellow]note:[/] this server runs single-user (no login); set "
+            "ORRERY_SINGLE_USER=false to require accounts"
+        )
+
+
+@token_app.command("create")
+def token_create(
+    email: Annotated[str, typer.Option(help="whose token")],
+    name: Annotated[str, typer.Option(help="what the token is for")] = "cli",
+) -> None:
+    """Make a personal API token for a user and print it once (only its hash is stored)."""
+    from backend.auth.tokens import create_token
+    from backend.auth.users import user_by_email
+    from backend.db.session import session_scope
+
+    settings = get_settings()
+    with session_scope(settings.effective_database_url) as db:
+        user = user_by_email(db, email)
+        if user is None or not user.is_active:
+            _fail(f"--email: no active account has the email '{email}'")
+        _, secret = create_token(db, user, name)
+    console.print("[bold]API token[/] (shown once; keep it secret, e.g. in ORRERY_TOKEN):")
+    print(secret)
+
+
+@app.command()
+def reconcile(
+    loop: Annotated[bool, typer.Option(help="keep running, one pass per --interval")] = False,
+    interval: Annotated[float, typer.Option(help="seconds between passes with --loop")] = 60.0,
+    grace: Annotated[
+        float | None, typer.Option(help="skip trainings younger than this, seconds")
+    ] = None,
+) -> None:
+    """Re-enqueue trainings left queued in the database with no task in the broker."""
+    import time
+
+    from backend.queue import make_celery
+    from backend.reconcile import reconcile_once
+
+    settings = get_settings()
+    celery = make_celery(settings, name="orrery-reconcile")
+    while True:
+        report = reconcile_once(settings, celery, grace)
+        if report.skipped:
+            console.print(
+                f"[yellow]{report.checked} queued trainings, undecided:[/] {report.skipped}"
+            )
+        else:
+            console.print(
+                f"{report.checked} queued trainings checked, "
+                f"{len(report.requeued)} re-enqueued {report.requeued or ''}".rstrip()
+            )
+        if not loop:
+            return
+        time.sleep(interval)
 
 
 def _redact(url: str) -> str:

@@ -38,6 +38,25 @@ class Settings(BaseSettings):
         description="no login, every request acts as the local user (default: on when embedded)",
     )
 
+    session_days: int = Field(14, ge=1, description="a browser session lasts this many days")
+    cookie_secure: bool = Field(
+        True, description="session cookie over HTTPS only (browsers count localhost as HTTPS)"
+    )
+    login_max_failures: int = Field(
+        5, ge=1, description="failed logins per email within the window before 429 (4x per address)"
+    )
+    login_window_seconds: int = Field(900, ge=1, description="window of the login rate limit")
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body accepted")
+    max_active_runs_per_user: int = Field(
+        10_000, ge=1, description="queued plus running runs one user may have at a time"
+    )
+    reconcile_interval: float = Field(
+        60, ge=0, description="seconds between the API's reconciler passes (0 turns it off)"
+    )
+    reconcile_grace_seconds: float = Field(
+        30, ge=0, description="a queued training younger than this is still being enqueued"
+    )
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def effective_database_url(self) -> str:

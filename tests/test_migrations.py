@@ -20,6 +20,8 @@ EXPECTED_TABLES = {
     "epoch_metrics",
     "dashboards",
     "share_links",
+    "user_sessions",
+    "login_failures",
 }
 
 

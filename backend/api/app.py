@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, OperationalError
 
-from backend.api import dashboards, experiments, health, pages, runs
+from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
+from backend.api.limits import BodySizeLimit
+from backend.auth.redact import validation_error_handler
 from backend.queue import make_celery
+from backend.reconcile import reconciler_lifespan
 from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
+
+
+async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A lost database connection is the server's trouble, said plainly, not a bare 500."""
+    if isinstance(exc, OperationalError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    ):
+        return JSONResponse(
+            {"detail": "the database is unreachable; nothing was changed, try again shortly"},
+            status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+    raise exc
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -23,10 +41,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/api/docs",
         redoc_url="/api/redoc",
         openapi_url="/api/openapi.json",
+        lifespan=reconciler_lifespan,
     )
     app.state.settings = settings
     app.state.celery = make_celery(settings, name="orrery-api")
-    for router in (health.router, experiments.router, runs.router):
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(DBAPIError, database_unavailable)
+    for router in (
+        health.router,
+        accounts.router,
+        teams.router,
+        experiments.router,
+        runs.router,
+    ):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(dashboards.router, prefix=API_PREFIX)
     app.include_router(pages.router)

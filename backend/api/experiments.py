@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
+from backend.api.limits import check_active_runs
 from backend.api.run_query import visible_to
 from backend.api.schemas import ExpansionPreview, ExperimentOut, Page, RunCounts
 from backend.api.security import CurrentUser, team_ids
@@ -96,6 +97,7 @@ def create_experiment(
     and queue one training task per distinct training."""
     _check_team(db, user, spec.team_id)
     expansion = _expand_or_422(spec, settings.max_runs_per_experiment)
+    check_active_runs(db, user, len(expansion.runs), settings.max_active_runs_per_user)
     try:
         experiment = service.submit(db, celery, spec, expansion, owner_id=user.id)
     except service.BrokerUnavailable as exc:

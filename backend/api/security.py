@@ -1,9 +1,8 @@
-"""Who is asking: the request's user, from an API token or (single-user mode) the local user."""
+"""Who is asking: an API token, a browser session (with CSRF on unsafe requests), or, in
+single-user mode, the local user. Everything else gets 401."""
 
 from __future__ import annotations
 
-import hashlib
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
@@ -11,13 +10,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.api.deps import DbSession
-from backend.db.models import ApiToken, TeamMembership, User
+from backend.auth.csrf import SAFE_METHODS, csrf_matches, submitted_csrf_token
+from backend.auth.secrets import digest
+from backend.auth.sessions import SESSION_COOKIE, user_for_session
+from backend.auth.tokens import user_for_token
+from backend.db.models import TeamMembership, User
 
 LOCAL_USER_EMAIL = "local@orrery.invalid"
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    """The stored digest of a bearer secret (API token, share link)."""
+    return digest(token)
 
 
 def local_user(db: Session) -> User:
@@ -30,34 +34,46 @@ def local_user(db: Session) -> User:
     return user
 
 
-def user_from_token(db: Session, token: str) -> User | None:
-    row = db.scalar(
-        select(ApiToken).where(
-            ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None)
-        )
-    )
-    if row is None:
-        return None
-    user = db.get(User, row.user_id)
-    if user is None or not user.is_active:
-        return None
-    row.last_used_at = datetime.now(UTC)
-    db.commit()
-    return user
-
-
-def current_user(request: Request, db: DbSession) -> User:
+def bearer_token(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        user = user_from_token(db, header[7:].strip())
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def current_user(
+    request: Request,
+    db: DbSession,
+    csrf: Annotated[str | None, Depends(submitted_csrf_token)],
+) -> User:
+    settings = request.app.state.settings
+    token = bearer_token(request)
+    if token is not None:
+        user = user_for_token(db, token)
         if user is None:
-            raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid or revoked API token")
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                "invalid or revoked API token",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return user
-    if request.app.state.settings.single_user_mode:
+    session_secret = request.cookies.get(SESSION_COOKIE)
+    if session_secret:
+        user = user_for_session(db, session_secret)
+        if user is not None:
+            if request.method not in SAFE_METHODS and not csrf_matches(
+                settings.effective_secret_key(), session_secret, csrf
+            ):
+                raise HTTPException(
+                    status.HTTP_403_FORBIDDEN,
+                    "CSRF token missing or wrong: send the session's csrf_token "
+                    "(from /api/v1/auth/me) in the X-CSRF-Token header or a csrf_token form field",
+                )
+            return user
+    if settings.single_user_mode:
         return local_user(db)
     raise HTTPException(
         status.HTTP_401_UNAUTHORIZED,
-        "authentication required: send 'Authorization: Bearer <API token>'",
+        "authentication required: log in, or send 'Authorization: Bearer <API token>'",
         headers={"WWW-Authenticate": "Bearer"},
     )
 
@@ -67,6 +83,11 @@ def team_ids(db: Session, user: User, roles: tuple[str, ...] | None = None) -> l
     if roles is not None:
         query = query.where(TeamMembership.role.in_(roles))
     return list(db.scalars(query))
+
+
+def require_admin(user: User) -> None:
+    if not user.is_admin:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "only an administrator may do this")
 
 
 CurrentUser = Annotated[User, Depends(current_user)]

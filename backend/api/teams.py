@@ -1,0 +1,197 @@
+"""Teams: create, list, show; add, re-role and remove members; delete.
+
+Roles: `owner` manages the team, `member` shares and changes the team's work, `viewer` only
+reads it. People outside a team get 404 for it, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException, Response, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from backend.api.deps import DbSession
+from backend.api.security import CurrentUser
+from backend.auth.users import user_by_email
+from backend.db.models import Team, TeamMembership, User
+
+router = APIRouter(prefix="/teams", tags=["teams"])
+
+Role = Literal["owner", "member", "viewer"]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TeamIn(_In):
+    name: str = Field(min_length=1, max_length=120)
+
+
+class MemberIn(_In):
+    email: str = Field(min_length=3, max_length=254, description="an existing account's email")
+    role: Role = "member"
+
+
+class RoleIn(_In):
+    role: Role
+
+
+class MemberOut(BaseModel):
+    user_id: int
+    email: str
+    display_name: str
+    role: str
+
+
+class TeamOut(BaseModel):
+    id: int
+    name: str
+    created_at: datetime
+    role: str = Field(description="your role in the team")
+    members: list[MemberOut]
+
+
+def _invalid(field: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body", field), "msg": message, "type": "value_error"}])
+
+
+def _membership(db: Session, team_id: int, user_id: int) -> TeamMembership | None:
+    return db.scalar(
+        select(TeamMembership).where(
+            TeamMembership.team_id == team_id, TeamMembership.user_id == user_id
+        )
+    )
+
+
+def _team_for(db: Session, user: User, team_id: int, owner: bool = False) -> TeamMembership:
+    """The caller's membership; 404 when not a member, 403 when `owner` is needed and lacking."""
+    membership = _membership(db, team_id, user.id)
+    if membership is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"team {team_id} not found")
+    if owner and membership.role != "owner":
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "only a team owner may do this")
+    return membership
+
+
+def _out(db: Session, team: Team, role: str) -> TeamOut:
+    rows = db.execute(
+        select(User.id, User.email, User.display_name, TeamMembership.role)
+        .join(TeamMembership, TeamMembership.user_id == User.id)
+        .where(TeamMembership.team_id == team.id)
+        .order_by(User.id)
+    )
+    members = [
+        MemberOut(user_id=r.id, email=r.email, display_name=r.display_name, role=r.role)
+        for r in rows
+    ]
+    return TeamOut(
+        id=team.id, name=team.name, created_at=team.created_at, role=role, members=members
+    )
+
+
+def _owners(db: Session, team_id: int) -> int:
+    return (
+        db.scalar(
+            select(func.count())
+            .select_from(TeamMembership)
+            .where(TeamMembership.team_id == team_id, TeamMembership.role == "owner")
+        )
+        or 0
+    )
+
+
+@router.post("", response_model=TeamOut, status_code=status.HTTP_201_CREATED)
+def create_team(body: TeamIn, db: DbSession, user: CurrentUser) -> TeamOut:
+    """Create a team; you become its owner."""
+    name = body.name.strip()
+    if not name:
+        raise _invalid("name", "must not be blank")
+    if db.scalar(select(Team.id).where(Team.name == name)) is not None:
+        raise _invalid("name", f"a team named '{name}' exists; choose another name")
+    team = Team(name=name)
+    db.add(team)
+    db.flush()
+    db.add(TeamMembership(team_id=team.id, user_id=user.id, role="owner"))
+    db.commit()
+    return _out(db, team, "owner")
+
+
+@router.get("", response_model=list[TeamOut])
+def list_teams(db: DbSession, user: CurrentUser) -> list[TeamOut]:
+    """The teams you belong to, with your role."""
+    rows = db.execute(
+        select(Team, TeamMembership.role)
+        .join(TeamMembership, TeamMembership.team_id == Team.id)
+        .where(TeamMembership.user_id == user.id)
+        .order_by(Team.name)
+    ).all()
+    return [_out(db, team, role) for team, role in rows]
+
+
+@router.get("/{team_id}", response_model=TeamOut)
+def show_team(team_id: int, db: DbSession, user: CurrentUser) -> TeamOut:
+    membership = _team_for(db, user, team_id)
+    return _out(db, membership.team, membership.role)
+
+
+@router.delete("/{team_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_team(team_id: int, db: DbSession, user: CurrentUser) -> Response:
+    """Delete the team (owners only); its work stays with the people who made it."""
+    membership = _team_for(db, user, team_id, owner=True)
+    db.delete(membership.team)
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{team_id}/members", response_model=TeamOut, status_code=status.HTTP_201_CREATED)
+def add_member(team_id: int, body: MemberIn, db: DbSession, user: CurrentUser) -> TeamOut:
+    """Add an existing account to the team with a role (owners only)."""
+    membership = _team_for(db, user, team_id, owner=True)
+    invitee = user_by_email(db, body.email)
+    if invitee is None or not invitee.is_active:
+        raise _invalid("email", "no active account has this email")
+    if _membership(db, team_id, invitee.id) is not None:
+        raise _invalid("email", "this account is already a member; change its role instead")
+    db.add(TeamMembership(team_id=team_id, user_id=invitee.id, role=body.role))
+    db.commit()
+    return _out(db, membership.team, membership.role)
+
+
+@router.patch("/{team_id}/members/{user_id}", response_model=TeamOut)
+def change_role(
+    team_id: int, user_id: int, body: RoleIn, db: DbSession, user: CurrentUser
+) -> TeamOut:
+    """Change a member's role (owners only); a team keeps at least one owner."""
+    membership = _team_for(db, user, team_id, owner=True)
+    target = _membership(db, team_id, user_id)
+    if target is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"user {user_id} is not in team {team_id}")
+    if target.role == "owner" and body.role != "owner" and _owners(db, team_id) == 1:
+        raise _invalid("role", "the team's last owner cannot step down; make another owner first")
+    target.role = body.role
+    db.commit()
+    db.refresh(membership)
+    return _out(db, membership.team, membership.role)
+
+
+@router.delete("/{team_id}/members/{user_id}", status_code=status.HTTP_204_NO_CONTENT)
+def remove_member(team_id: int, user_id: int, db: DbSession, user: CurrentUser) -> Response:
+    """Remove a member (owners), or leave the team yourself; a team keeps at least one owner."""
+    _team_for(db, user, team_id, owner=user_id != user.id)
+    target = _membership(db, team_id, user_id)
+    if target is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"user {user_id} is not in team {team_id}")
+    if target.role == "owner" and _owners(db, team_id) == 1:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            "the team's last owner cannot leave; make another owner first or delete the team",
+        )
+    db.delete(target)
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

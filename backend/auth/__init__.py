@@ -1,0 +1,1 @@
+"""Accounts: password hashing, API tokens, browser sessions, CSRF and the login rate limit."""

@@ -1,0 +1,47 @@
+"""Personal API tokens: created (shown once), looked up by digest, revoked."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from backend.auth.secrets import API_TOKEN_PREFIX, digest, new_secret
+from backend.db.models import ApiToken, User
+
+DISPLAY_PREFIX_LENGTH = len(API_TOKEN_PREFIX) + 4
+
+
+def create_token(db: Session, user: User, name: str) -> tuple[ApiToken, str]:
+    """Store a new token for the user; return the row and the token (never stored)."""
+    secret = new_secret(API_TOKEN_PREFIX)
+    token = ApiToken(
+        user_id=user.id,
+        name=name,
+        token_hash=digest(secret),
+        prefix=secret[:DISPLAY_PREFIX_LENGTH],
+    )
+    db.add(token)
+    db.commit()
+    return token, secret
+
+
+def user_for_token(db: Session, secret: str) -> User | None:
+    row = db.scalar(
+        select(ApiToken).where(ApiToken.token_hash == digest(secret), ApiToken.revoked_at.is_(None))
+    )
+    if row is None:
+        return None
+    user = db.get(User, row.user_id)
+    if user is None or not user.is_active:
+        return None
+    row.last_used_at = datetime.now(UTC)
+    db.commit()
+    return user
+
+
+def revoke_token(db: Session, token: ApiToken) -> None:
+    if token.revoked_at is None:
+        token.revoked_at = datetime.now(UTC)
+        db.commit()

@@ -1,0 +1,164 @@
+"""A multi-user server on real PostgreSQL and Redis, and a small world of people and their work.
+
+Alice owns an experiment (shared with her team), its runs (some finished), a dashboard with a
+share link, and an API token. Carol is a member and Victor a viewer of Alice's team. Bob
+belongs to nothing. Every name Alice chose carries MARKER, so a leak shows up in any body.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+
+from backend.api.app import create_app
+from backend.auth.tokens import create_token
+from backend.auth.users import create_user
+from backend.db import migrate
+from backend.db.models import Run, TeamMembership
+from backend.db.session import session_scope
+from backend.settings import Settings
+from tests.pipeline.conftest import TINY_TRAINING
+
+BASE_URL = "https://testserver"  # the session cookie is Secure
+PASSWORD = "a long enough password"
+
+
+@pytest.fixture
+def accounts_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=postgres_url,
+        broker_url=redis_db_url,
+        result_backend=redis_db_url,
+        single_user=False,
+        secret_key="test-secret-key",
+        reconcile_interval=0,
+    )
+    migrate.upgrade(postgres_url)
+    return settings
+
+
+@pytest.fixture
+def client(accounts_settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(accounts_settings), base_url=BASE_URL) as test_client:
+        yield test_client
+
+
+@dataclass
+class Person:
+    id: int
+    email: str
+    token: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def make_person(settings: Settings, name: str, admin: bool = False) -> Person:
+    with session_scope(settings.effective_database_url) as db:
+        user = create_user(db, f"{name}-{uuid.uuid4().hex[:6]}@example.org", PASSWORD, name, admin)
+        _, secret = create_token(db, user, f"{name}'s laptop")
+        return Person(user.id, user.email, secret)
+
+
+@dataclass
+class World:
+    marker: str
+    alice: Person
+    bob: Person
+    carol: Person
+    victor: Person
+    team_id: int
+    experiment_id: int
+    run_ids: list[int]
+    dashboard_id: str
+    share_token: str
+    share_link_id: int
+    alice_token_id: int
+    ids: dict[str, object] = field(default_factory=dict)
+
+
+def spec(name: str, team_id: int | None = None) -> dict[str, object]:
+    return {
+        "name": name,
+        "team_id": team_id,
+        "training": TINY_TRAINING,
+        "techniques": [{"name": "sparsetrain", "prune_rate": 0.5}],
+        "accelerators": ["edge"],
+    }
+
+
+@pytest.fixture
+def world(client: TestClient, accounts_settings: Settings) -> World:
+    marker = f"m{uuid.uuid4().hex[:10]}"
+    alice = make_person(accounts_settings, "alice")
+    bob = make_person(accounts_settings, "bob")
+    carol = make_person(accounts_settings, "carol")
+    victor = make_person(accounts_settings, "victor")
+
+    team = client.post("/api/v1/teams", json={"name": f"team {marker}"}, headers=alice.auth)
+    assert team.status_code == 201, team.text
+    team_id = team.json()["id"]
+    for person, role in ((carol, "member"), (victor, "viewer")):
+        added = client.post(
+            f"/api/v1/teams/{team_id}/members",
+            json={"email": person.email, "role": role},
+            headers=alice.auth,
+        )
+        assert added.status_code == 201, added.text
+
+    experiment = client.post(
+        "/api/v1/experiments", json=spec(f"experiment {marker}", team_id), headers=alice.auth
+    )
+    assert experiment.status_code == 201, experiment.text
+    experiment_id = experiment.json()["id"]
+    with session_scope(accounts_settings.effective_database_url) as db:
+        runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment_id)))
+        for run in runs:  # finished, so they show on the Pareto front too
+            db.execute(
+                update(Run)
+                .where(Run.id == run.id)
+                .values(status="done", accuracy=0.9, speedup=1.5, energy_pj=1e6, total_cycles=1)
+            )
+        run_ids = sorted(run.id for run in runs)
+
+    dashboard = client.post(
+        "/api/v1/dashboards",
+        json={"name": f"dashboard {marker}", "team_id": team_id, "config": {"run_ids": run_ids}},
+        headers=alice.auth,
+    )
+    assert dashboard.status_code == 201, dashboard.text
+    dashboard_id = dashboard.json()["id"]
+    link = client.post(f"/api/v1/dashboards/{dashboard_id}/share-links", headers=alice.auth)
+    assert link.status_code == 201, link.text
+    tokens = client.get("/api/v1/tokens", headers=alice.auth).json()
+    return World(
+        marker=marker,
+        alice=alice,
+        bob=bob,
+        carol=carol,
+        victor=victor,
+        team_id=team_id,
+        experiment_id=experiment_id,
+        run_ids=run_ids,
+        dashboard_id=dashboard_id,
+        share_token=link.json()["token"],
+        share_link_id=link.json()["id"],
+        alice_token_id=tokens[0]["id"],
+    )
+
+
+def role_of(settings: Settings, team_id: int, user_id: int) -> str | None:
+    with session_scope(settings.effective_database_url) as db:
+        return db.scalar(
+            select(TeamMembership.role).where(
+                TeamMembership.team_id == team_id, TeamMembership.user_id == user_id
+            )
+        )

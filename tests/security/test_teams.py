@@ -1,0 +1,144 @@
+"""Teams and roles: owners manage, members change shared work, viewers only read, outsiders
+see nothing."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from backend.settings import Settings
+from tests.security.conftest import World, make_person, role_of, spec
+
+
+def test_team_members_see_shared_work_and_outsiders_do_not(
+    client: TestClient, world: World
+) -> None:
+    for person in (world.alice, world.carol, world.victor):
+        listed = client.get("/api/v1/experiments", headers=person.auth).json()
+        assert [e["id"] for e in listed["items"]] == [world.experiment_id]
+        assert (
+            client.get(f"/api/v1/runs/{world.run_ids[0]}", headers=person.auth).status_code == 200
+        )
+        dashboards = client.get("/api/v1/dashboards", headers=person.auth).json()
+        assert [d["id"] for d in dashboards] == [world.dashboard_id]
+    assert client.get("/api/v1/experiments", headers=world.bob.auth).json()["total"] == 0
+    assert client.get("/api/v1/runs", headers=world.bob.auth).json()["total"] == 0
+    assert client.get(f"/api/v1/teams/{world.team_id}", headers=world.bob.auth).status_code == 404
+
+
+def test_viewers_read_but_cannot_change(client: TestClient, world: World) -> None:
+    victor = world.victor.auth
+    cancel = client.post(f"/api/v1/experiments/{world.experiment_id}/cancel", headers=victor)
+    assert cancel.status_code == 403
+    rename = client.patch(
+        f"/api/v1/dashboards/{world.dashboard_id}", json={"name": "mine now"}, headers=victor
+    )
+    assert rename.status_code == 403
+    submit = client.post("/api/v1/experiments", json=spec("v", world.team_id), headers=victor)
+    assert submit.status_code == 422
+    assert submit.json()["detail"][0]["loc"] == ["body", "team_id"]
+    add = client.post(
+        f"/api/v1/teams/{world.team_id}/members",
+        json={"email": world.bob.email, "role": "owner"},
+        headers=victor,
+    )
+    assert add.status_code == 403
+
+
+def test_members_change_shared_work_but_not_the_team(client: TestClient, world: World) -> None:
+    carol = world.carol.auth
+    rename = client.patch(
+        f"/api/v1/dashboards/{world.dashboard_id}", json={"name": "renamed"}, headers=carol
+    )
+    assert rename.status_code == 200
+    submit = client.post("/api/v1/experiments", json=spec("c", world.team_id), headers=carol)
+    assert submit.status_code == 201
+    promote = client.patch(
+        f"/api/v1/teams/{world.team_id}/members/{world.carol.id}",
+        json={"role": "owner"},
+        headers=carol,
+    )
+    assert promote.status_code == 403
+    cancel = client.post(f"/api/v1/experiments/{world.experiment_id}/cancel", headers=carol)
+    assert cancel.status_code == 200
+
+
+def test_owner_manages_roles_and_removal_ends_access(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    alice = world.alice.auth
+    team = f"/api/v1/teams/{world.team_id}"
+    promoted = client.patch(
+        f"{team}/members/{world.victor.id}", json={"role": "member"}, headers=alice
+    )
+    assert promoted.status_code == 200
+    assert role_of(accounts_settings, world.team_id, world.victor.id) == "member"
+
+    assert client.delete(f"{team}/members/{world.carol.id}", headers=alice).status_code == 204
+    assert (
+        client.get(
+            f"/api/v1/experiments/{world.experiment_id}", headers=world.carol.auth
+        ).status_code
+        == 404
+    )
+    assert client.get(team, headers=world.carol.auth).status_code == 404
+
+    # Leaving yourself needs no owner; the last owner cannot leave or step down.
+    assert (
+        client.delete(f"{team}/members/{world.victor.id}", headers=world.victor.auth).status_code
+        == 204
+    )
+    last = client.delete(f"{team}/members/{world.alice.id}", headers=alice)
+    assert last.status_code == 409 and "last owner" in last.json()["detail"]
+    step_down = client.patch(
+        f"{team}/members/{world.alice.id}", json={"role": "viewer"}, headers=alice
+    )
+    assert step_down.status_code == 422 and step_down.json()["detail"][0]["loc"] == ["body", "role"]
+
+
+def test_team_input_errors_name_the_field(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    alice = world.alice.auth
+    taken = client.post("/api/v1/teams", json={"name": f"team {world.marker}"}, headers=alice)
+    assert taken.status_code == 422 and taken.json()["detail"][0]["loc"] == ["body", "name"]
+    unknown = client.post(
+        f"/api/v1/teams/{world.team_id}/members",
+        json={"email": "nobody@example.org", "role": "member"},
+        headers=alice,
+    )
+    assert unknown.status_code == 422 and unknown.json()["detail"][0]["loc"] == ["body", "email"]
+    bad_role = client.post(
+        f"/api/v1/teams/{world.team_id}/members",
+        json={"email": world.bob.email, "role": "emperor"},
+        headers=alice,
+    )
+    assert bad_role.status_code == 422 and bad_role.json()["detail"][0]["loc"] == ["body", "role"]
+    newcomer = make_person(accounts_settings, "dave")
+    added = client.post(
+        f"/api/v1/teams/{world.team_id}/members",
+        json={"email": newcomer.email, "role": "viewer"},
+        headers=alice,
+    )
+    assert added.status_code == 201
+    assert {m["email"] for m in added.json()["members"]} >= {newcomer.email, world.alice.email}
+
+
+def test_deleting_a_team_keeps_the_work_with_its_owner(client: TestClient, world: World) -> None:
+    assert (
+        client.delete(f"/api/v1/teams/{world.team_id}", headers=world.carol.auth).status_code == 403
+    )
+    assert (
+        client.delete(f"/api/v1/teams/{world.team_id}", headers=world.alice.auth).status_code == 204
+    )
+    assert (
+        client.get(
+            f"/api/v1/experiments/{world.experiment_id}", headers=world.alice.auth
+        ).status_code
+        == 200
+    )
+    assert (
+        client.get(
+            f"/api/v1/experiments/{world.experiment_id}", headers=world.carol.auth
+        ).status_code
+        == 404
+    )

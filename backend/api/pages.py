@@ -11,6 +11,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from backend.api.security import CurrentUser
 from backend.specs.accelerator import PRESETS
 
 FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
@@ -78,7 +79,7 @@ def plotly_js() -> FileResponse:
 
 
 @router.get("/api/v1/accelerator-presets", include_in_schema=True, tags=["specs"])
-def accelerator_presets() -> dict[str, dict[str, Any]]:
+def accelerator_presets(_user: CurrentUser) -> dict[str, dict[str, Any]]:
     """The accelerator presets an experiment may name, in full (for the submit form)."""
     return {name: preset.model_dump() for name, preset in PRESETS.items()}
 

@@ -9,7 +9,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
 from backend.api.limits import BodySizeLimit
-from backend.auth.redact import validation_error_handler
+from backend.auth.redact import redact_access_log, validation_error_handler
 from backend.queue import make_celery
 from backend.reconcile import reconciler_lifespan
 from backend.settings import Settings, get_settings
@@ -47,6 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.celery = make_celery(settings, name="orrery-api")
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    redact_access_log()
     app.add_exception_handler(DBAPIError, database_unavailable)
     for router in (
         health.router,

@@ -1,4 +1,4 @@
-"""Validation errors without the secrets that caused them.
+"""Keeping secrets out of answers and logs: validation errors, and the access log.
 
 FastAPI echoes each invalid value back as `input`; for a password or a token that would put
 the secret in the response (and in any log of responses).
@@ -6,6 +6,8 @@ the secret in the response (and in any log of responses).
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 from fastapi import Request
@@ -30,3 +32,27 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
     assert isinstance(exc, RequestValidationError)
     errors = [_redacted(error) for error in exc.errors()]
     return JSONResponse(status_code=422, content={"detail": jsonable_encoder(errors)})
+
+
+SHARE_LINK_PATH = re.compile(r"(/shared/)[^/?#\s\"]+")
+
+
+def redact_path(path: str) -> str:
+    """A request path with any share-link token replaced (the token is the credential)."""
+    return SHARE_LINK_PATH.sub(r"\1[redacted]", path)
+
+
+class AccessLogRedaction(logging.Filter):
+    """Keeps share-link tokens out of uvicorn's access log (its third argument is the path)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redact_path(args[2]), *args[3:])
+        return True
+
+
+def redact_access_log() -> None:
+    access_log = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, AccessLogRedaction) for f in access_log.filters):
+        access_log.addFilter(AccessLogRedaction())

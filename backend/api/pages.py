@@ -66,6 +66,11 @@ def shared_page(token: str) -> HTMLResponse:
     )
 
 
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> FileResponse:
+    return FileResponse(FRONTEND_DIR / "favicon.svg", media_type="image/svg+xml")
+
+
 @router.get("/vendor/plotly.min.js", include_in_schema=False)
 def plotly_js() -> FileResponse:
     """Plotly from the installed Python package: no CDN, no copy in the repository."""

@@ -15,23 +15,40 @@ export class ApiError extends Error {
   }
 }
 
-function csrfHeader() {
-  // When the server runs with login sessions it may set a CSRF cookie; echo it back.
-  const match = document.cookie.match(/(?:^|;\s*)(?:orrery_csrf|csrf_token)=([^;]+)/);
-  return match ? { "X-CSRF-Token": decodeURIComponent(match[1]) } : {};
+let csrfToken = null;
+
+/** With login sessions, unsafe requests echo the session's CSRF token (read from /auth/me). */
+async function fetchCsrfToken() {
+  const response = await fetch(`${API}/auth/me`, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  const me = response.ok ? await response.json() : {};
+  return me && me.csrf_token ? me.csrf_token : null;
 }
 
-export async function request(method, path, body) {
-  const headers = { Accept: "application/json", ...csrfHeader() };
+async function send(method, path, body) {
+  const headers = { Accept: "application/json" };
+  if (csrfToken && method !== "GET") headers["X-CSRF-Token"] = csrfToken;
   const init = { method, headers, credentials: "same-origin" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(path.startsWith("/") ? path : `${API}/${path}`, init);
+  return fetch(path.startsWith("/") ? path : `${API}/${path}`, init);
+}
+
+export async function request(method, path, body) {
+  let response = await send(method, path, body);
+  if (response.status === 403 && method !== "GET" && !csrfToken) {
+    const text = await response.clone().text();
+    if (/csrf/i.test(text) && (csrfToken = await fetchCsrfToken())) response = await send(method, path, body);
+  }
   if (response.status === 204) return null;
   const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = { detail: text };
+  }
   if (!response.ok) throw new ApiError(response.status, data && data.detail !== undefined ? data.detail : text);
   return data;
 }

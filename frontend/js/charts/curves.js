@@ -45,7 +45,7 @@ export default {
     PANELS.forEach((panel, index) => {
       const suffix = index === 0 ? "" : String(index + 1);
       const domains = axisDomains(index);
-      layout[`xaxis${suffix}`] = { domain: domains.x, anchor: `y${suffix}`, title: { text: "epoch" }, dtick: 1 };
+      layout[`xaxis${suffix}`] = { domain: domains.x, anchor: `y${suffix}`, dtick: 1 };
       layout[`yaxis${suffix}`] = { domain: domains.y, anchor: `x${suffix}` };
       layout.annotations.push({
         text: `<b>${panel.title}</b>`, showarrow: false, xref: "paper", yref: "paper",
@@ -75,6 +75,7 @@ export default {
       }
     });
     layout.legend = { orientation: "v", x: 0.7, y: 0.35, xanchor: "left" };
+    layout.annotations.push({ text: "x: epoch", showarrow: false, xref: "paper", yref: "paper", x: 1, y: 0, xanchor: "right", font: { color: "#888" } });
     return { data, layout };
   },
 };

@@ -34,10 +34,10 @@ export default {
       layout: baseLayout({
         barmode: "stack",
         margin: { l: 60, r: 20, t: 40, b: 110 },
-        xaxis: { domain: [0, 0.47], tickangle: -30, automargin: true },
-        xaxis2: { domain: [0.53, 1], tickangle: -30, automargin: true, anchor: "y2" },
+        xaxis: { domain: [0, 0.44], tickangle: -30, automargin: true },
+        xaxis2: { domain: [0.58, 1], tickangle: -30, automargin: true, anchor: "y2" },
         yaxis: { title: { text: "energy (µJ), by level" } },
-        yaxis2: { title: { text: "data-movement energy (µJ), by operand" }, anchor: "x2" },
+        yaxis2: { title: { text: "µJ moved, by operand" }, anchor: "x2" },
         legend: { orientation: "h", y: -0.45 },
       }),
     };

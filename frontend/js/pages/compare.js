@@ -1,0 +1,124 @@
+// Compare runs (/compare?ids=1,2) or open a saved dashboard (/dashboards/<id>): charts, save, share.
+
+import { API, describe, getJson, patchJson, postJson, query } from "../api.js";
+import { drawCharts } from "../chart-panel.js";
+import { chartPicker } from "../chart-picker.js";
+import { CHART_IDS } from "../charts/registry.js";
+import { ShareLinks } from "../share-links.js";
+
+const $ = (id) => document.getElementById(id);
+const dashboardMatch = location.pathname.match(/^\/dashboards\/([^/]+)$/);
+const state = { dashboard: null, runIds: [], charts: [...CHART_IDS], data: { runs: [] } };
+
+function showError(message) {
+  $("page-errors").textContent = message;
+}
+
+function notice(message) {
+  $("notice").textContent = message;
+}
+
+function parseIds(text) {
+  return (text || "").split(",").map((part) => Number(part.trim())).filter((n) => Number.isInteger(n) && n > 0);
+}
+
+async function redraw() {
+  const runs = state.data.runs;
+  $("run-summary").textContent = runs.length
+    ? `${runs.length} run(s): ${runs.map((r) => `#${r.id}`).join(", ")}`
+    : "No runs selected: pick runs in the run table and press “Compare selected”.";
+  await drawCharts($("charts"), state.charts, runs);
+}
+
+function fieldError(field, message) {
+  const input = $(`dashboard-${field}`);
+  input.setAttribute("aria-invalid", message ? "true" : "false");
+  $(`dashboard-${field}-error`).textContent = message || "";
+}
+
+function showFieldErrors(error) {
+  let placed = false;
+  for (const item of error.fieldErrors || []) {
+    const field = (item.loc || []).filter((p) => p !== "body")[0];
+    if (field === "name" || field === "team_id") {
+      fieldError(field === "team_id" ? "team" : "name", item.msg);
+      placed = true;
+    }
+  }
+  if (!placed) showError(describe(error));
+}
+
+function body() {
+  const team = $("dashboard-team").value;
+  return {
+    name: $("dashboard-name").value.trim(),
+    team_id: team ? Number(team) : null,
+    config: { run_ids: state.runIds, charts: state.charts },
+  };
+}
+
+async function save(event) {
+  event.preventDefault();
+  fieldError("name", "");
+  fieldError("team", "");
+  showError("");
+  const form = $("dashboard-form");
+  if (!form.checkValidity()) {
+    if (!$("dashboard-name").value.trim()) fieldError("name", "give the dashboard a name");
+    form.reportValidity();
+    return;
+  }
+  try {
+    if (state.dashboard) {
+      state.dashboard = await patchJson(`${API}/dashboards/${state.dashboard.id}`, body());
+      notice(`Saved dashboard “${state.dashboard.name}”.`);
+    } else {
+      const created = await postJson(`${API}/dashboards`, body());
+      location.href = `/dashboards/${created.id}?saved=1`;
+    }
+  } catch (error) {
+    showFieldErrors(error);
+  }
+}
+
+async function loadDashboard(id) {
+  state.dashboard = await getJson(`${API}/dashboards/${encodeURIComponent(id)}`);
+  const config = state.dashboard.config;
+  state.runIds = config.run_ids || [];
+  state.charts = config.charts || [...CHART_IDS];
+  document.title = `${state.dashboard.name} · Orrery`;
+  $("title").textContent = `Dashboard: ${state.dashboard.name}`;
+  $("dashboard-name").value = state.dashboard.name;
+  $("dashboard-team").value = state.dashboard.team_id ?? "";
+  $("save-dashboard").textContent = "Save changes";
+  if (new URLSearchParams(location.search).get("saved")) notice(`Saved dashboard “${state.dashboard.name}”.`);
+  if (state.dashboard.can_edit) {
+    $("share").hidden = false;
+    const links = new ShareLinks($("share"), state.dashboard.id, showError);
+    await links.load();
+  } else {
+    $("dashboard-form").hidden = true;
+  }
+  state.data = await getJson(`${API}/dashboards/${encodeURIComponent(id)}/data`);
+}
+
+async function main() {
+  try {
+    if (dashboardMatch) {
+      await loadDashboard(decodeURIComponent(dashboardMatch[1]));
+    } else {
+      state.runIds = parseIds(new URLSearchParams(location.search).get("ids"));
+      if (state.runIds.length) state.data = await getJson(`${API}/chart-data${query({ ids: state.runIds })}`);
+    }
+  } catch (error) {
+    showError(describe(error));
+  }
+  chartPicker($("chart-picker"), state.charts, (charts) => {
+    state.charts = charts;
+    redraw();
+  });
+  $("dashboard-form").addEventListener("submit", save);
+  await redraw();
+}
+
+main();

@@ -1,0 +1,90 @@
+"""A real Orrery server (embedded SQLite, its own worker) and headless Debian Chromium."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ORRERY_BIN, ROOT, free_port, orrery_env, stop_process, wait_for_http
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = ROOT / "test-output" / "screenshots"
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen
+    log: Path
+
+
+@dataclass
+class ConsoleLog:
+    """Console errors and uncaught page errors of every page opened in a context."""
+
+    errors: list[str] = field(default_factory=list)
+
+    def watch(self, page) -> None:  # noqa: ANN001 - a Playwright page
+        page.on(
+            "console",
+            lambda message: self.errors.append(f"console {message.type}: {message.text}")
+            if message.type == "error"
+            else None,
+        )
+        page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`orrery serve` on a free port: API, pages and one real worker on embedded defaults."""
+    data_dir = tmp_path_factory.mktemp("orrery-data")
+    port = free_port()
+    log = data_dir / "serve.log"
+    env = orrery_env(ORRERY_DATA_DIR=str(data_dir), ORRERY_WORKER_CONCURRENCY="1")
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [ORRERY_BIN, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/api/v1/health", timeout=90, process=process)
+        yield Server(url=url, process=process, log=log)
+    finally:
+        stop_process(process, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (scripts/install.sh)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS

@@ -1,0 +1,147 @@
+"""Through the browser: submit a tiny experiment, watch it finish, compare its runs, save a
+dashboard, and open its read-only link in a fresh browser context."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import ConsoleLog, Server
+
+pytestmark = pytest.mark.browser
+
+CHARTS = ["pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
+EXPECTED_422 = "the server responded with a status of 422"
+
+
+def wait_for_charts(page, count: int) -> None:  # noqa: ANN001 - a Playwright page
+    page.wait_for_selector(f'#charts[data-rendered="{count}"]', timeout=30_000)
+    cards = page.locator(".chart-card")
+    assert cards.count() == count
+    for index in range(count):
+        card = cards.nth(index)
+        assert card.get_attribute("data-rendered") == "true"
+        # Plotly drew an SVG (parcoords and bars alike) and no "nothing to show" note.
+        assert card.locator(".main-svg").count() >= 1, card.get_attribute("data-chart")
+        assert "no finished runs" not in card.inner_text(), card.get_attribute("data-chart")
+
+
+def fill_tiny_experiment(page) -> None:  # noqa: ANN001
+    page.get_by_label("Experiment name").fill("browser tiny sweep")
+    page.get_by_label("Model", exact=True).select_option("mlp")
+    page.get_by_label("Dataset", exact=True).select_option("digits")
+    page.get_by_label("Epochs", exact=True).fill("1")
+    page.get_by_label("Batch Size", exact=True).fill("32")
+    page.get_by_label("Train Samples", exact=True).fill("256")
+    page.get_by_label("Test Samples", exact=True).fill("128")
+    assert page.get_by_label("MERCURY", exact=True).is_checked()
+    page.get_by_label("tpu-like", exact=True).uncheck()
+    page.get_by_label("edge", exact=True).check()
+    page.get_by_role("button", name="Add sweep axis").click()
+    page.get_by_label("Parameter path").fill("mercury.signature_bits")
+    page.get_by_label("Values").fill("8, 16")
+
+
+def check_validation_messages(page, console: ConsoleLog) -> None:  # noqa: ANN001
+    """A browser-side check and a server 422, each shown beside its field."""
+    epochs = page.get_by_label("Epochs", exact=True)
+    epochs.fill("0")
+    error = page.locator('.field[data-path="training.epochs"] .error')
+    page.wait_for_function(
+        "() => document.querySelector('.field[data-path=\"training.epochs\"] .error')"
+        ".textContent.length > 0"
+    )
+    assert error.inner_text()
+    epochs.fill("1")
+    # max_bits below signature_bits: only the server's validator knows; the 422 lands by MERCURY.
+    max_bits = page.get_by_label("Max Bits", exact=True)
+    max_bits.fill("4")
+    mercury_error = page.locator('fieldset[data-path="technique.mercury"] > .error')
+    mercury_error.wait_for(timeout=10_000)
+    page.wait_for_function(
+        "() => /max_bits/.test(document.querySelector("
+        "'fieldset[data-path=\"technique.mercury\"] > .error')?.textContent || '')"
+    )
+    max_bits.fill("32")
+    page.wait_for_function("() => /\\d+ runs/.test(document.getElementById('preview').textContent)")
+    assert all(EXPECTED_422 in e for e in console.errors), console.errors
+    console.errors.clear()
+
+
+def test_submit_watch_compare_save_and_share(
+    server: Server, browser, screenshots: Path
+) -> None:  # noqa: ANN001
+    console = ConsoleLog()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    console.watch(page)
+
+    # 1. Submit through the form.
+    page.goto(f"{server.url}/submit")
+    page.wait_for_selector('#spec-form[data-ready="true"]')
+    fill_tiny_experiment(page)
+    page.wait_for_function(
+        "() => document.getElementById('preview').textContent.startsWith('3 runs')"
+    )
+    spec_text = page.locator("#spec-text").inner_text()
+    assert "signature_bits" in spec_text and "mlp" in spec_text
+    check_validation_messages(page, console)
+    page.screenshot(path=screenshots / "01-submit-form.png", full_page=True)
+    page.get_by_role("button", name="Submit experiment").click()
+    page.wait_for_url(re.compile(r"/\?experiment_id=\d+"))
+    experiment_id = page.url.rsplit("=", 1)[1]
+
+    # 2. Watch it run to the end over server-sent events.
+    row = page.locator(f'tr[data-experiment-id="{experiment_id}"]')
+    row.wait_for()
+    page.screenshot(path=screenshots / "02-runs-live.png", full_page=True)
+    page.wait_for_selector(
+        f'tr[data-experiment-id="{experiment_id}"][data-status="done"]', timeout=240_000
+    )
+    page.wait_for_function(
+        "() => document.querySelectorAll('#run-table tbody tr').length === 3 && "
+        "[...document.querySelectorAll('#run-table [data-run-status]')]"
+        ".every(s => s.dataset.runStatus === 'done')",
+        timeout=30_000,
+    )
+    assert "3 of 3 runs" in page.locator(".page-info").inner_text().replace("1–3 of ", "3 of ")
+    page.screenshot(path=screenshots / "03-runs-done.png", full_page=True)
+
+    # 3. Compare every run.
+    page.get_by_label("select all runs on this page").check()
+    page.get_by_role("button", name=re.compile(r"Compare selected \(3\)")).click()
+    page.wait_for_url(re.compile(r"/compare\?ids="))
+    wait_for_charts(page, len(CHARTS))
+    page.screenshot(path=screenshots / "04-compare.png", full_page=True)
+
+    # 4. Save as a dashboard, then make a read-only link.
+    page.get_by_label("Dashboard name").fill("tiny sweep")
+    page.get_by_role("button", name="Save dashboard").click()
+    page.wait_for_url(re.compile(r"/dashboards/[A-Za-z0-9_-]+\?saved=1"))
+    wait_for_charts(page, len(CHARTS))
+    page.get_by_role("button", name="Create share link").click()
+    share_url = page.get_by_label("share link").input_value()
+    assert re.search(r"/shared/[A-Za-z0-9_-]{40,}$", share_url)
+    page.screenshot(path=screenshots / "05-dashboard-saved.png", full_page=True)
+    page.goto(f"{server.url}/dashboards")
+    page.get_by_role("link", name="tiny sweep").wait_for()
+    page.screenshot(path=screenshots / "06-dashboards-list.png", full_page=True)
+
+    # 5. The link in a fresh context (no session): the charts, and only the shared endpoint.
+    viewer = browser.new_context(viewport={"width": 1400, "height": 1000})
+    shared = viewer.new_page()
+    console.watch(shared)
+    api_calls: list[str] = []
+    shared.on("request", lambda r: api_calls.append(r.url) if "/api/" in r.url else None)
+    shared.goto(share_url)
+    wait_for_charts(shared, len(CHARTS))
+    assert shared.locator("#title").inner_text() == "tiny sweep"
+    assert shared.locator("form, nav, a[href='/submit']").count() == 0
+    assert api_calls and all("/api/v1/shared/" in url for url in api_calls), api_calls
+    shared.screenshot(path=screenshots / "07-shared-dashboard.png", full_page=True)
+    viewer.close()
+
+    assert console.errors == []
+    context.close()

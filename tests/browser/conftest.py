@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.conftest import ORRERY_BIN, ROOT, free_port, orrery_env, stop_process, wait_for_http
 
@@ -37,12 +38,14 @@ class ConsoleLog:
 
     errors: list[str] = field(default_factory=list)
 
-    def watch(self, page) -> None:  # noqa: ANN001 - a Playwright page
+    def watch(self, page: Page) -> None:
         page.on(
             "console",
-            lambda message: self.errors.append(f"console {message.type}: {message.text}")
-            if message.type == "error"
-            else None,
+            lambda message: (
+                self.errors.append(f"console {message.type}: {message.text}")
+                if message.type == "error"
+                else None
+            ),
         )
         page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
 
@@ -72,11 +75,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator:
-    sync_api = pytest.importorskip("playwright.sync_api")
+def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (scripts/install.sh)")
-    with sync_api.sync_playwright() as playwright:
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (scripts/install.sh)")
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page
 
 from tests.browser.conftest import ConsoleLog, Server
 
@@ -16,7 +17,7 @@ CHARTS = ["pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roo
 EXPECTED_422 = "the server responded with a status of 422"
 
 
-def wait_for_charts(page, count: int) -> None:  # noqa: ANN001 - a Playwright page
+def wait_for_charts(page: Page, count: int) -> None:
     page.wait_for_selector(f'#charts[data-rendered="{count}"]', timeout=30_000)
     cards = page.locator(".chart-card")
     assert cards.count() == count
@@ -28,7 +29,7 @@ def wait_for_charts(page, count: int) -> None:  # noqa: ANN001 - a Playwright pa
         assert "no finished runs" not in card.inner_text(), card.get_attribute("data-chart")
 
 
-def fill_tiny_experiment(page) -> None:  # noqa: ANN001
+def fill_tiny_experiment(page: Page) -> None:
     page.get_by_label("Experiment name").fill("browser tiny sweep")
     page.get_by_label("Model", exact=True).select_option("mlp")
     page.get_by_label("Dataset", exact=True).select_option("digits")
@@ -44,7 +45,7 @@ def fill_tiny_experiment(page) -> None:  # noqa: ANN001
     page.get_by_label("Values").fill("8, 16")
 
 
-def check_validation_messages(page, console: ConsoleLog) -> None:  # noqa: ANN001
+def check_validation_messages(page: Page, console: ConsoleLog) -> None:
     """A browser-side check and a server 422, each shown beside its field."""
     epochs = page.get_by_label("Epochs", exact=True)
     epochs.fill("0")
@@ -71,8 +72,8 @@ def check_validation_messages(page, console: ConsoleLog) -> None:  # noqa: ANN00
 
 
 def test_submit_watch_compare_save_and_share(
-    server: Server, browser, screenshots: Path
-) -> None:  # noqa: ANN001
+    server: Server, browser: Browser, screenshots: Path
+) -> None:
     console = ConsoleLog()
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()

@@ -30,6 +30,11 @@ class Server:
     url: str
     process: subprocess.Popen
     log: Path
+    data_dir: Path
+
+    @property
+    def database_url(self) -> str:
+        return f"sqlite:///{self.data_dir / 'orrery.db'}"
 
 
 @dataclass
@@ -69,7 +74,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(f"{url}/api/v1/health", timeout=90, process=process)
-        yield Server(url=url, process=process, log=log)
+        yield Server(url=url, process=process, log=log, data_dir=data_dir)
     finally:
         stop_process(process, timeout=30)
 

@@ -107,7 +107,8 @@ def test_submit_watch_compare_save_and_share(
         ".every(s => s.dataset.runStatus === 'done')",
         timeout=30_000,
     )
-    assert "3 of 3 runs" in page.locator(".page-info").inner_text().replace("1–3 of ", "3 of ")
+    assert page.locator(".page-info").inner_text() == "1–3 of 3 runs"
+    assert row.get_by_role("button", name=f"cancel experiment {experiment_id}").is_hidden()
     page.screenshot(path=screenshots / "03-runs-done.png", full_page=True)
 
     # 3. Compare every run.

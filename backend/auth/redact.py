@@ -7,6 +7,7 @@ the secret in the response (and in any log of responses).
 from __future__ import annotations
 
 import logging
+import math
 import re
 from typing import Any
 
@@ -28,10 +29,21 @@ def _redacted(error: dict[str, Any]) -> dict[str, Any]:
     return error
 
 
+def _json_safe(value: Any) -> Any:
+    """JSON has no NaN or infinity, but Python's parser reads them: echo them back as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    return value
+
+
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [_redacted(error) for error in exc.errors()]
-    return JSONResponse(status_code=422, content={"detail": jsonable_encoder(errors)})
+    return JSONResponse(status_code=422, content={"detail": _json_safe(jsonable_encoder(errors))})
 
 
 SHARE_LINK_PATH = re.compile(r"(/shared/)[^/?#\s\"]+")

@@ -1,0 +1,162 @@
+"""End to end with real services: the API, PostgreSQL, Redis and a Celery worker process;
+and the same flow on the embedded defaults (SQLite, no Redis) through `orrery serve`."""
+
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+from fastapi.testclient import TestClient
+
+from backend.settings import Settings
+from tests.conftest import (
+    ORRERY_BIN,
+    free_port,
+    orrery_env,
+    start_worker,
+    stop_process,
+    wait_for_http,
+)
+from tests.pipeline.conftest import TINY_TRAINING
+
+SWEEP = {
+    "name": "end to end",
+    "training": TINY_TRAINING,
+    "techniques": [
+        {"name": "sparsetrain", "prune_rate": 0.9},
+        {"name": "mercury", "signature_bits": 12},
+    ],
+    "accelerators": ["edge"],
+    "sweep": {"parameters": {"accelerator.rows": {"values": [8, 16]}}},
+}
+
+
+def wait_for_runs(api: TestClient, experiment_id: int, timeout: float = 300) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = api.get(
+            "/api/v1/runs", params={"experiment_id": experiment_id, "limit": 100}
+        ).json()["items"]
+        if runs and all(r["status"] in ("done", "failed", "cancelled") for r in runs):
+            return runs
+        time.sleep(1)
+    raise AssertionError(f"runs still unfinished after {timeout}s: {[r['status'] for r in runs]}")
+
+
+def test_sweep_through_api_redis_and_a_real_worker(
+    api: TestClient, pg_settings: Settings, redis_db_url: str, tmp_path: Path
+) -> None:
+    env = orrery_env(
+        ORRERY_DATA_DIR=str(tmp_path),
+        ORRERY_DATABASE_URL=pg_settings.effective_database_url,
+        ORRERY_BROKER_URL=redis_db_url,
+        ORRERY_RESULT_BACKEND=redis_db_url,
+    )
+    worker = start_worker(env, cwd=tmp_path)
+    try:
+        experiment = api.post("/api/v1/experiments", json=SWEEP).json()
+        assert experiment["total_runs"] == 6 and experiment["trainings"] == 3
+        runs = wait_for_runs(api, experiment["id"])
+    finally:
+        log = stop_process(worker)
+    assert [r["status"] for r in runs] == ["done"] * 6, log[-3000:]
+    for run in runs:
+        assert run["total_cycles"] > 0 and run["energy_pj"] > 0
+        assert 0 <= run["accuracy"] <= 1
+        assert run["speedup"] is not None
+        detail = api.get(f"/api/v1/runs/{run['id']}").json()
+        assert {layer["training_pass"] for layer in detail["layers"]} >= {"fwd", "bwd_weight"}
+        assert [e["epoch"] for e in detail["epochs"]] == [1]
+    rows = {(r["technique"], r["params"]["accelerator.rows"]) for r in runs}
+    assert rows == {(t, n) for t in ("baseline", "sparsetrain", "mercury") for n in (8, 16)}
+    # Smaller arrays take more cycles for the same training.
+    cycles = {(r["technique"], r["params"]["accelerator.rows"]): r["total_cycles"] for r in runs}
+    assert cycles[("baseline", 8)] > cycles[("baseline", 16)]
+    final = api.get(f"/api/v1/experiments/{experiment['id']}").json()
+    assert final["status"] == "done" and final["finished_at"]
+
+
+def test_cli_submit_and_wait_on_embedded_defaults(tmp_path: Path) -> None:
+    port = free_port()
+    env = orrery_env(ORRERY_DATA_DIR=str(tmp_path / "data"), ORRERY_API_PORT=str(port))
+    server = subprocess.Popen(
+        [ORRERY_BIN, "serve"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        yaml.safe_dump({**SWEEP, "sweep": None, "techniques": [{"name": "sparsetrain"}]})
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/api/v1/health", process=server)
+        result = subprocess.run(
+            [ORRERY_BIN, "submit", str(spec_file), "--wait", "--url", url],
+            env={**env, "COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        listing = subprocess.run(
+            [ORRERY_BIN, "runs", "--url", url],
+            env={**env, "COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        export = tmp_path / "runs.csv"
+        subprocess.run(
+            [ORRERY_BIN, "export", "-o", str(export), "--url", url], env=env, check=True, timeout=60
+        )
+    finally:
+        stop_process(server)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "experiment 1 done" in result.stdout
+    assert "2 of 2 runs" in listing.stdout
+    assert "sparsetrain" in listing.stdout and "baseline" in listing.stdout
+    assert len(export.read_text().strip().splitlines()) == 3  # header + 2 runs
+
+
+def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
+    port = free_port()
+    env = orrery_env(ORRERY_DATA_DIR=str(tmp_path / "data"), ORRERY_API_PORT=str(port))
+    server = subprocess.Popen(
+        [ORRERY_BIN, "serve", "--no-with-worker"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump({"name": "x", "techniques": [{"name": "mercury", "signature_bits": 0}]})
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/api/v1/health", process=server)
+        refused = subprocess.run(
+            [ORRERY_BIN, "submit", str(bad), "--url", url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        stop_process(server)
+    unreachable = subprocess.run(
+        [ORRERY_BIN, "runs", "--url", "http://127.0.0.1:1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert "signature_bits" in refused.stdout and "greater than or equal to 1" in refused.stdout
+    assert unreachable.returncode == 1 and "cannot reach the server" in unreachable.stdout
+    for output in (refused.stdout + refused.stderr, unreachable.stdout + unreachable.stderr):
+        assert "Traceback" not in output

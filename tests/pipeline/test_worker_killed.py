@@ -1,0 +1,98 @@
+"""A worker process SIGKILLed mid-training: the task is redelivered and stores one result set."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from backend.db.models import EpochMetric, LayerResult, Run, Training
+from backend.db.session import session_scope
+from backend.settings import Settings
+from tests.conftest import orrery_env, start_worker, stop_process
+
+SPEC = {
+    "name": "kill me",
+    "training": {"model": "lenet5", "dataset": "digits", "epochs": 3, "batch_size": 16},
+    "techniques": [{"name": "sparsetrain"}],
+    "accelerators": ["edge", "eyeriss-like"],
+}
+
+
+def child_pids(parent: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent:
+                children.append(int(entry.name))
+    return children
+
+
+def poll(condition, timeout: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_sigkilled_worker_process_is_redelivered_once(
+    api: TestClient, pg_settings: Settings, redis_db_url: str, tmp_path: Path
+) -> None:
+    url = pg_settings.effective_database_url
+    env = orrery_env(
+        ORRERY_DATA_DIR=str(tmp_path),
+        ORRERY_DATABASE_URL=url,
+        ORRERY_BROKER_URL=redis_db_url,
+        ORRERY_RESULT_BACKEND=redis_db_url,
+    )
+    worker = start_worker(env, cwd=tmp_path)
+    try:
+        api.post("/api/v1/experiments", json=SPEC)
+
+        def first_training_under_way() -> Training | None:
+            with session_scope(url) as db:
+                return db.scalar(
+                    select(Training).where(Training.status == "running", Training.progress > 0.1)
+                )
+
+        victim = poll(first_training_under_way, 180, "a training to make progress")
+        pool = poll(lambda: child_pids(worker.pid), 10, "the worker's pool process")
+        for pid in pool:
+            os.kill(pid, signal.SIGKILL)
+
+        def all_done() -> bool:
+            with session_scope(url) as db:
+                statuses = set(db.scalars(select(Run.status)))
+            return statuses == {"done"}
+
+        poll(all_done, 300, "every run to finish after the kill")
+    finally:
+        log = stop_process(worker)
+
+    assert "WorkerLostError" in log or "SIGKILL" in log or "signal 9" in log, log[-2000:]
+    with session_scope(url) as db:
+        training = db.get(Training, victim.id)
+        assert training.attempts == 2  # the killed delivery and the redelivery
+        assert training.status == "done"
+        epochs = db.scalar(
+            select(func.count())
+            .select_from(EpochMetric)
+            .where(EpochMetric.training_id == victim.id)
+        )
+        assert epochs == SPEC["training"]["epochs"]
+        ops = len(training.workload["ops"])
+        for run in db.scalars(select(Run).where(Run.training_id == victim.id)):
+            layers = db.scalar(
+                select(func.count()).select_from(LayerResult).where(LayerResult.run_id == run.id)
+            )
+            assert layers == ops
+            assert run.total_cycles > 0 and run.accuracy is not None

@@ -26,10 +26,12 @@ export default {
   build(runs) {
     const shown = finished(runs).filter((r) => r.speedup !== null);
     if (!shown.length) return emptyFigure("no finished runs to compare");
-    const keys = [...new Set(shown.flatMap((r) => Object.keys(r.params || {})))].sort();
+    const valueOf = (run, key) => (key === "accelerator" ? run.accelerator_name : run.params[key] ?? "–");
+    const varies = (key) => new Set(shown.map((r) => JSON.stringify(valueOf(r, key)))).size > 1;
+    // Only what changes between the shown runs: swept values, technique, accelerator.
+    const keys = [...new Set(["accelerator", ...shown.flatMap((r) => Object.keys(r.params || {}))])].sort().filter(varies);
     const dimensions = [
-      ...keys.map((key) => dimension(key, shown.map((r) => (r.params[key] === undefined ? "–" : r.params[key])))),
-      dimension("accelerator", shown.map((r) => r.accelerator_name)),
+      ...keys.map((key) => dimension(key, shown.map((r) => valueOf(r, key)))),
       ...OUTCOMES.map(([key, label]) => dimension(label, shown.map((r) => r[key]))),
     ];
     return {

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -70,13 +73,26 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,
+            start_new_session=True,  # serve and its worker in one process group of our own
         )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(f"{url}/api/v1/health", timeout=90, process=process)
         yield Server(url=url, process=process, log=log, data_dir=data_dir)
     finally:
-        stop_process(process, timeout=30)
+        stop_serve(process)
+
+
+def stop_serve(process: subprocess.Popen) -> None:
+    """Ctrl-C lets `orrery serve` stop its worker; then nothing of its group may outlive it."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            stop_process(process, timeout=10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)  # a worker left behind, if any
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -90,6 +91,9 @@ def serve(
         mode += "; SINGLE-USER: no login, every request acts as the local user"
     console.print(f"[bold]Orrery[/] on {mode}; data in {settings.data_dir.resolve()}")
     console.print(f"Dashboard and API: [link]http://{host}:{port}/[/]  (docs: /api/docs)")
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to the handler that was
+    # installed before it: make that handler an exit, so the worker below is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         uvicorn.run("backend.api.app:create_app", factory=True, host=host, port=port)
     finally:

@@ -46,16 +46,38 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture
 def redis_db_url() -> Iterator[str]:
-    """A Redis database index of its own, emptied before and after."""
+    """A Redis database index of its own, emptied before and after.
+
+    Indexes are claimed with a lock key in db 0, so test processes running side by side never
+    share a queue (a worker of one would otherwise take the other's tasks).
+    """
     import redis
 
-    index = 1 + (os.getpid() % 14)
+    registry = redis.Redis.from_url(f"{REDIS_URL}/0")
+    deadline = time.monotonic() + 120
+    index = None
+    while index is None:
+        index = next(
+            (
+                i
+                for i in range(1, 16)
+                if registry.set(f"orrery-test-db:{i}", os.getpid(), nx=True, ex=900)
+            ),
+            None,
+        )
+        if index is None:
+            assert time.monotonic() < deadline, "no free Redis database index for this test"
+            time.sleep(0.5)
     url = f"{REDIS_URL}/{index}"
     client = redis.Redis.from_url(url)
     client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
+    try:
+        yield url
+    finally:
+        client.flushdb()
+        client.close()
+        registry.delete(f"orrery-test-db:{index}")
+        registry.close()
 
 
 @pytest.fixture

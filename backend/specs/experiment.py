@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.training import TechniqueParams, TrainingConfig
@@ -77,8 +85,16 @@ class Sweep(_Spec):
         return self
 
 
+def _technique_set_kind(value: Any) -> str:
+    return "composition" if isinstance(value, list) else "technique"
+
+
+# A discriminator (rather than a plain union) reports only the errors of the form given, so a
+# 422 says "techniques.0.technique.mercury.signature_bits" and nothing about the other form.
 TechniqueSet = Annotated[
-    TechniqueParams | list[TechniqueParams],
+    Annotated[TechniqueParams, Tag("technique")]
+    | Annotated[list[TechniqueParams], Tag("composition")],
+    Discriminator(_technique_set_kind),
     Field(description="one technique, or a list of techniques composed in one run"),
 ]
 AcceleratorChoice = Annotated[

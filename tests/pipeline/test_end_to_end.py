@@ -123,7 +123,9 @@ def test_cli_submit_and_wait_on_embedded_defaults(tmp_path: Path) -> None:
 
 def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
     port = free_port()
-    env = orrery_env(ORRERY_DATA_DIR=str(tmp_path / "data"), ORRERY_API_PORT=str(port))
+    env = orrery_env(
+        ORRERY_DATA_DIR=str(tmp_path / "data"), ORRERY_API_PORT=str(port), COLUMNS="200"
+    )
     server = subprocess.Popen(
         [ORRERY_BIN, "serve", "--no-with-worker"],
         cwd=tmp_path,

@@ -15,7 +15,7 @@ from tests.conftest import orrery_env, start_worker, stop_process
 
 SPEC = {
     "name": "kill me",
-    "training": {"model": "lenet5", "dataset": "digits", "epochs": 3, "batch_size": 16},
+    "training": {"model": "lenet5", "dataset": "digits", "epochs": 8, "batch_size": 16},
     "techniques": [{"name": "sparsetrain"}],
     "accelerators": ["edge", "eyeriss-like"],
 }
@@ -61,7 +61,7 @@ def test_sigkilled_worker_process_is_redelivered_once(
         def first_training_under_way() -> Training | None:
             with session_scope(url) as db:
                 return db.scalar(
-                    select(Training).where(Training.status == "running", Training.progress > 0.1)
+                    select(Training).where(Training.status == "running", Training.progress > 0.05)
                 )
 
         victim = poll(first_training_under_way, 180, "a training to make progress")

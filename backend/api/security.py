@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from backend.api.deps import DbSession
@@ -26,11 +27,15 @@ def hash_token(token: str) -> str:
 
 def local_user(db: Session) -> User:
     """The one user of single-user mode, created on first use."""
-    user = db.scalar(select(User).where(User.email == LOCAL_USER_EMAIL))
+    query = select(User).where(User.email == LOCAL_USER_EMAIL)
+    user = db.scalar(query)
     if user is None:
-        user = User(email=LOCAL_USER_EMAIL, display_name="local user", is_admin=True)
-        db.add(user)
-        db.commit()
+        db.add(User(email=LOCAL_USER_EMAIL, display_name="local user", is_admin=True))
+        try:
+            db.commit()
+        except IntegrityError:  # a concurrent first request created it
+            db.rollback()
+        user = db.scalars(query).one()
     return user
 
 

@@ -75,6 +75,7 @@ def serve(
     host: Annotated[str | None, typer.Option(help="address to bind")] = None,
     port: Annotated[int | None, typer.Option(help="port to bind")] = None,
     with_worker: Annotated[bool, typer.Option(help="also start a worker process")] = True,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="API processes")] = 1,
 ) -> None:
     """Migrate, then run the API and a worker (embedded defaults need no external server)."""
     import uvicorn
@@ -95,7 +96,9 @@ def serve(
     # installed before it: make that handler an exit, so the worker below is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        uvicorn.run("backend.api.app:create_app", factory=True, host=host, port=port)
+        uvicorn.run(
+            "backend.api.app:create_app", factory=True, host=host, port=port, workers=workers
+        )
     finally:
         if worker_process is not None:
             worker_process.terminate()

@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--submissions", type=int, default=100)
     parser.add_argument("--max-seconds", type=float, default=120, help="stop each phase by then")
+    parser.add_argument("--workers", type=int, default=1, help="API processes")
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="orrery-bench-"))
@@ -132,7 +133,7 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     orrery = str(Path(sys.executable).parent / "orrery")
     server = subprocess.Popen(
-        [orrery, "serve", "--no-with-worker", "--port", str(port)],
+        [orrery, "serve", "--no-with-worker", "--port", str(port), "--workers", str(args.workers)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -146,7 +147,10 @@ def main() -> None:
         else:
             raise SystemExit("the server did not start")
 
-        print(f"server: {database_url.split('://')[0]}, {args.clients} clients, loopback only")
+        print(
+            f"server: {database_url.split('://')[0]}, {args.workers} API process(es), "
+            f"{args.clients} clients, loopback only"
+        )
         started = time.perf_counter()
         submissions = asyncio.run(
             hammer(base, 10, args.submissions, lambda i: ("POST", "/api/v1/experiments",

@@ -9,8 +9,7 @@ from fastapi import HTTPException, Query
 from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.orm import Session
 
-from backend.api.security import team_ids
-from backend.db.models import Experiment, Run, User
+from backend.db.models import Experiment, Run, TeamMembership, User
 
 SORTABLE = {
     "id": Run.id,
@@ -53,12 +52,9 @@ METRICS = {
 
 
 def visible_to(user: User, db: Session) -> Any:
-    """Rows of experiments the user owns or shares through a team."""
-    teams = team_ids(db, user)
-    clauses = [Experiment.owner_id == user.id]
-    if teams:
-        clauses.append(Experiment.team_id.in_(teams))
-    return or_(*clauses)
+    """Rows of experiments the user owns or shares through a team (one SQL clause, no query)."""
+    teams = select(TeamMembership.team_id).where(TeamMembership.user_id == user.id)
+    return or_(Experiment.owner_id == user.id, Experiment.team_id.in_(teams))
 
 
 @dataclass
@@ -101,9 +97,10 @@ class RunFilters:
                     422, f"sort: unknown column '{name}'; sortable: {', '.join(sorted(SORTABLE))}"
                 )
             column = SORTABLE[name]
-            order.append(
-                column.desc().nulls_last() if raw.startswith("-") else column.asc().nulls_last()
-            )
+            ordered = column.desc() if raw.startswith("-") else column.asc()
+            # NULLS LAST keeps unfinished runs at the end; on NOT NULL columns it would only
+            # stop the database from walking an index.
+            order.append(ordered.nulls_last() if column.expression.nullable else ordered)
         order.append(Run.id.asc())
         return order
 
@@ -174,9 +171,12 @@ def run_filters(
     )
 
 
-def filtered_runs(db: Session, user: User, filters: RunFilters) -> Select[tuple[Run]]:
+def filtered_runs(
+    db: Session, user: User, filters: RunFilters, entity: Any = Run
+) -> Select[tuple[Any]]:
+    """The visible runs matching the filters, selecting `entity` (the Run, or some columns)."""
     return (
-        select(Run)
+        select(entity)
         .join(Experiment, Experiment.id == Run.experiment_id)
         .where(visible_to(user, db), *filters.where())
     )

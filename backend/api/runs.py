@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import StreamingResponse
 from sqlalchemy import case, func, select
-from sqlalchemy.orm import aliased, selectinload
+from sqlalchemy.orm import aliased, defer, selectinload
 
 from backend.analysis.pareto import front_2d, front_3d
 from backend.api.deps import DbSession
@@ -34,11 +34,25 @@ def list_runs(
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Page[RunOut]:
     """Runs you can see, filtered, sorted and paginated; `total` counts every page."""
-    query = filtered_runs(db, user, filters)
-    total = db.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
-    rows = db.scalars(query.order_by(*filters.order_by()).limit(limit).offset(offset))
+    total = db.scalar(filtered_runs(db, user, filters, func.count(Run.id))) or 0
+    # Sort and page narrow rows (ids), then load only the page's wide rows: the database then
+    # never drags every run's JSON columns through the sort.
+    page_ids = list(
+        db.scalars(
+            filtered_runs(db, user, filters, Run.id)
+            .order_by(*filters.order_by())
+            .limit(limit)
+            .offset(offset)
+        )
+    )
+    wide = (Run.technique_params, Run.training_config, Run.accelerator_config, Run.summary)
+    page = select(Run).where(Run.id.in_(page_ids)).options(*(defer(column) for column in wide))
+    by_id = {run.id: run for run in db.scalars(page)}
     return Page(
-        total=total, limit=limit, offset=offset, items=[RunOut.model_validate(r) for r in rows]
+        total=total,
+        limit=limit,
+        offset=offset,
+        items=[RunOut.model_validate(by_id[run_id]) for run_id in page_ids],
     )
 
 

@@ -9,6 +9,8 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -23,6 +25,7 @@ POSTGRES_ADMIN_URL = os.environ.get(
     "ORRERY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("ORRERY_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+ORRERY_BIN = str(Path(sys.executable).parent / "orrery")
 
 
 @pytest.fixture
@@ -80,6 +83,23 @@ def redis_db_url() -> Iterator[str]:
         registry.close()
 
 
+def service_settings(
+    postgres_url: str, redis_db_url: str, data_dir: Path, **overrides: object
+) -> Settings:
+    """Settings for the real services (PostgreSQL, Redis), with the schema migrated."""
+    from backend.db import migrate
+
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=postgres_url,
+        broker_url=redis_db_url,
+        result_backend=redis_db_url,
+        **overrides,  # type: ignore[arg-type]
+    )
+    migrate.upgrade(postgres_url)
+    return settings
+
+
 @pytest.fixture
 def embedded_settings(tmp_path: Path) -> Settings:
     settings = Settings(data_dir=tmp_path / "data")
@@ -120,6 +140,36 @@ def orrery_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+@dataclass
+class ServerHandle:
+    url: str
+    process: subprocess.Popen
+    env: dict[str, str]
+    output: str = ""  # what the server printed, once it has stopped
+
+
+@contextmanager
+def embedded_server(data_dir: Path, *serve_args: str, **env: str) -> Iterator[ServerHandle]:
+    """`orrery serve` on embedded defaults and a free port, once health answers; stopped
+    (with its worker) afterwards, its output kept in the handle."""
+    port = free_port()
+    server_env = orrery_env(ORRERY_DATA_DIR=str(data_dir), ORRERY_API_PORT=str(port), **env)
+    process = subprocess.Popen(
+        [ORRERY_BIN, "serve", *serve_args],
+        cwd=data_dir.parent,
+        env=server_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    handle = ServerHandle(f"http://127.0.0.1:{port}", process, server_env)
+    try:
+        wait_for_http(f"{handle.url}/api/v1/health", process=process)
+        yield handle
+    finally:
+        handle.output = stop_process(process)
+
+
 def start_worker(env: dict[str, str], cwd: Path) -> subprocess.Popen:
     """A real Celery worker process running Orrery's tasks."""
     from backend.cli import worker_command
@@ -144,6 +194,3 @@ def stop_process(process: subprocess.Popen, timeout: float = 20) -> str:
             process.kill()
             process.wait()
     return process.stdout.read() if process.stdout else ""
-
-
-ORRERY_BIN = str(Path(sys.executable).parent / "orrery")

@@ -1,13 +1,13 @@
 """`/api/v1/health` reports the database and the broker, for real."""
 
-import subprocess
 from pathlib import Path
 
+import httpx
 from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
 from backend.settings import Settings
-from tests.conftest import ORRERY_BIN, free_port, orrery_env, stop_process, wait_for_http
+from tests.conftest import embedded_server
 
 
 def test_health_on_embedded_defaults(embedded_settings: Settings) -> None:
@@ -57,20 +57,8 @@ def test_openapi_docs_are_served(embedded_settings: Settings) -> None:
 
 
 def test_orrery_serve_answers_health_with_no_external_server(tmp_path: Path) -> None:
-    port = free_port()
-    env = orrery_env(ORRERY_DATA_DIR=str(tmp_path / "data"), ORRERY_API_PORT=str(port))
-    process = subprocess.Popen(
-        [ORRERY_BIN, "serve"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        response = wait_for_http(f"http://127.0.0.1:{port}/api/v1/health", process=process)
+    with embedded_server(tmp_path / "data") as server:
+        response = httpx.get(f"{server.url}/api/v1/health")
         assert response.json()["database"]["detail"] == "sqlite"
         assert (tmp_path / "data" / "orrery.db").exists()
-    finally:
-        output = stop_process(process)
-    assert f"http://127.0.0.1:{port}/" in output
+    assert f"{server.url}/" in server.output

@@ -14,10 +14,10 @@ from sqlalchemy import select, update
 from backend.api.app import create_app
 from backend.auth.tokens import create_token
 from backend.auth.users import create_user
-from backend.db import migrate
 from backend.db.models import Run, Team, TeamMembership
 from backend.db.session import session_scope
 from backend.settings import Settings
+from tests.conftest import service_settings
 from tests.pipeline.conftest import TINY_TRAINING
 
 SPEC = {
@@ -51,16 +51,9 @@ class World:
 
 @pytest.fixture
 def settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=postgres_url,
-        broker_url=redis_db_url,
-        result_backend=redis_db_url,
-        single_user=False,
-        secret_key="dashboard-test-key",
+    return service_settings(
+        postgres_url, redis_db_url, tmp_path, single_user=False, secret_key="dashboard-test-key"
     )
-    migrate.upgrade(postgres_url)
-    return settings
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
-from backend.db import migrate
 from backend.settings import Settings
+from tests.conftest import service_settings
 
 TINY_TRAINING = {
     "model": "mlp",
@@ -20,15 +20,7 @@ TINY_TRAINING = {
 
 @pytest.fixture
 def pg_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=postgres_url,
-        broker_url=redis_db_url,
-        result_backend=redis_db_url,
-        single_user=True,
-    )
-    migrate.upgrade(postgres_url)
-    return settings
+    return service_settings(postgres_url, redis_db_url, tmp_path, single_user=True)
 
 
 @pytest.fixture

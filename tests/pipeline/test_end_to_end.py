@@ -9,14 +9,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from backend.settings import Settings
-from tests.conftest import (
-    ORRERY_BIN,
-    free_port,
-    orrery_env,
-    start_worker,
-    stop_process,
-    wait_for_http,
-)
+from tests.conftest import ORRERY_BIN, embedded_server, orrery_env, start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING
 
 SWEEP = {
@@ -76,87 +69,44 @@ def test_sweep_through_api_redis_and_a_real_worker(
     assert final["status"] == "done" and final["finished_at"]
 
 
-def test_cli_submit_and_wait_on_embedded_defaults(tmp_path: Path) -> None:
-    port = free_port()
-    env = orrery_env(ORRERY_DATA_DIR=str(tmp_path / "data"), ORRERY_API_PORT=str(port))
-    server = subprocess.Popen(
-        [ORRERY_BIN, "serve"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+def orrery(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would, with a wide terminal so rich does not wrap its tables."""
+    return subprocess.run(
+        [ORRERY_BIN, *args],
+        env={**env, "COLUMNS": "200"},
+        capture_output=True,
         text=True,
+        timeout=timeout,
     )
+
+
+def test_cli_submit_and_wait_on_embedded_defaults(tmp_path: Path) -> None:
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(
         yaml.safe_dump({**SWEEP, "sweep": None, "techniques": [{"name": "sparsetrain"}]})
     )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/api/v1/health", process=server)
-        result = subprocess.run(
-            [ORRERY_BIN, "submit", str(spec_file), "--wait", "--url", url],
-            env={**env, "COLUMNS": "200"},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        listing = subprocess.run(
-            [ORRERY_BIN, "runs", "--url", url],
-            env={**env, "COLUMNS": "200"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        export = tmp_path / "runs.csv"
-        subprocess.run(
-            [ORRERY_BIN, "export", "-o", str(export), "--url", url], env=env, check=True, timeout=60
-        )
-    finally:
-        stop_process(server)
+    export = tmp_path / "runs.csv"
+    with embedded_server(tmp_path / "data") as server:
+        url, env = server.url, server.env
+        result = orrery("submit", str(spec_file), "--wait", "--url", url, env=env, timeout=300)
+        listing = orrery("runs", "--url", url, env=env)
+        exported = orrery("export", "-o", str(export), "--url", url, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "experiment 1 done" in result.stdout
     assert "2 of 2 runs" in listing.stdout
     assert "sparsetrain" in listing.stdout and "baseline" in listing.stdout
+    assert exported.returncode == 0
     assert len(export.read_text().strip().splitlines()) == 3  # header + 2 runs
 
 
 def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
-    port = free_port()
-    env = orrery_env(
-        ORRERY_DATA_DIR=str(tmp_path / "data"), ORRERY_API_PORT=str(port), COLUMNS="200"
-    )
-    server = subprocess.Popen(
-        [ORRERY_BIN, "serve", "--no-with-worker"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         yaml.safe_dump({"name": "x", "techniques": [{"name": "mercury", "signature_bits": 0}]})
     )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/api/v1/health", process=server)
-        refused = subprocess.run(
-            [ORRERY_BIN, "submit", str(bad), "--url", url],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        stop_process(server)
-    unreachable = subprocess.run(
-        [ORRERY_BIN, "runs", "--url", "http://127.0.0.1:1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    with embedded_server(tmp_path / "data", "--no-with-worker") as server:
+        refused = orrery("submit", str(bad), "--url", server.url, env=server.env)
+    unreachable = orrery("runs", "--url", "http://127.0.0.1:1", env=server.env)
     assert refused.returncode == 2
     assert "signature_bits" in refused.stdout and "greater than or equal to 1" in refused.stdout
     assert unreachable.returncode == 1 and "cannot reach the server" in unreachable.stdout

@@ -19,10 +19,10 @@ from sqlalchemy import select, update
 from backend.api.app import create_app
 from backend.auth.tokens import create_token
 from backend.auth.users import create_user
-from backend.db import migrate
 from backend.db.models import Run, TeamMembership
 from backend.db.session import session_scope
 from backend.settings import Settings
+from tests.conftest import service_settings
 from tests.pipeline.conftest import TINY_TRAINING
 
 BASE_URL = "https://testserver"  # the session cookie is Secure
@@ -31,17 +31,14 @@ PASSWORD = "a long enough password"
 
 @pytest.fixture
 def accounts_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=postgres_url,
-        broker_url=redis_db_url,
-        result_backend=redis_db_url,
+    return service_settings(
+        postgres_url,
+        redis_db_url,
+        tmp_path,
         single_user=False,
         secret_key="test-secret-key",
         reconcile_interval=0,
     )
-    migrate.upgrade(postgres_url)
-    return settings
 
 
 @pytest.fixture

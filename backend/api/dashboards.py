@@ -12,15 +12,15 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Query, Response, status
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from backend.api.access import can_edit, field_error, owned_or_shared, require_team_editor
 from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
 from backend.api.deps import DbSession
 from backend.api.run_query import RunFilters, filtered_runs
-from backend.api.security import CurrentUser, hash_token, team_ids
+from backend.api.security import CurrentUser, hash_token
 from backend.db.models import Dashboard, ShareLink, User
 
 router = APIRouter(tags=["dashboards"])
@@ -29,7 +29,6 @@ ChartName = Literal["pareto", "energy", "layer_cycles", "macs", "curves", "paral
 ALL_CHARTS: list[ChartName] = [
     "pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline",
 ]  # fmt: skip
-EDITOR_ROLES = ("owner", "member")
 
 
 class _In(BaseModel):
@@ -104,35 +103,16 @@ class SharedDashboard(BaseModel):
     data: ChartData
 
 
-def _invalid(field: str, message: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": ("body", field), "msg": message, "type": "value_error"}])
-
-
-def _check_team(db: Session, user: User, team_id: int | None) -> None:
-    if team_id is not None and team_id not in team_ids(db, user, roles=EDITOR_ROLES):
-        raise _invalid("team_id", f"you are not an owner or member of team {team_id}")
-
-
-def _can_edit(db: Session, user: User, dashboard: Dashboard) -> bool:
-    return dashboard.owner_id == user.id or (
-        dashboard.team_id is not None
-        and dashboard.team_id in team_ids(db, user, roles=EDITOR_ROLES)
-    )
-
-
-def _visible(db: Session, user: User) -> Any:
-    teams = team_ids(db, user)
-    clauses = [Dashboard.owner_id == user.id]
-    if teams:
-        clauses.append(Dashboard.team_id.in_(teams))
-    return or_(*clauses)
-
-
 def _get(db: Session, user: User, dashboard_id: str, edit: bool = False) -> Dashboard:
-    dashboard = db.scalar(select(Dashboard).where(Dashboard.id == dashboard_id, _visible(db, user)))
+    dashboard = db.scalar(
+        select(Dashboard).where(
+            Dashboard.id == dashboard_id,
+            owned_or_shared(user, Dashboard.owner_id, Dashboard.team_id),
+        )
+    )
     if dashboard is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"dashboard {dashboard_id} not found")
-    if edit and not _can_edit(db, user, dashboard):
+    if edit and not can_edit(db, user, dashboard.owner_id, dashboard.team_id):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "team viewers cannot change dashboards")
     return dashboard
 
@@ -146,7 +126,7 @@ def _out(db: Session, user: User, dashboard: Dashboard) -> DashboardOut:
         config=dashboard.config,
         created_at=dashboard.created_at,
         updated_at=dashboard.updated_at,
-        can_edit=_can_edit(db, user, dashboard),
+        can_edit=can_edit(db, user, dashboard.owner_id, dashboard.team_id),
     )
 
 
@@ -172,7 +152,7 @@ def list_dashboards(db: DbSession, user: CurrentUser) -> list[DashboardOut]:
     """Your dashboards and your teams', most recently changed first."""
     rows = db.scalars(
         select(Dashboard)
-        .where(_visible(db, user))
+        .where(owned_or_shared(user, Dashboard.owner_id, Dashboard.team_id))
         .order_by(Dashboard.updated_at.desc(), Dashboard.id)
     )
     return [_out(db, user, d) for d in rows]
@@ -180,7 +160,7 @@ def list_dashboards(db: DbSession, user: CurrentUser) -> list[DashboardOut]:
 
 @router.post("/dashboards", response_model=DashboardOut, status_code=status.HTTP_201_CREATED)
 def create_dashboard(body: DashboardIn, db: DbSession, user: CurrentUser) -> DashboardOut:
-    _check_team(db, user, body.team_id)
+    require_team_editor(db, user, body.team_id)
     dashboard = Dashboard(
         id=_new_id(db),
         owner_id=user.id,
@@ -207,10 +187,10 @@ def update_dashboard(
     dashboard = _get(db, user, dashboard_id, edit=True)
     if "name" in body.model_fields_set:
         if body.name is None:
-            raise _invalid("name", "name cannot be null")
+            raise field_error("name", "name cannot be null")
         dashboard.name = body.name
     if "team_id" in body.model_fields_set:
-        _check_team(db, user, body.team_id)
+        require_team_editor(db, user, body.team_id)
         dashboard.team_id = body.team_id
     if body.config is not None:
         dashboard.config = body.config.model_dump()

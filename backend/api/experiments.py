@@ -14,11 +14,12 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from backend.api.access import can_edit, require_team_editor
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.limits import check_active_runs
 from backend.api.run_query import visible_to
 from backend.api.schemas import ExpansionPreview, ExperimentOut, Page, RunCounts
-from backend.api.security import CurrentUser, team_ids
+from backend.api.security import CurrentUser
 from backend.db.models import Experiment, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import service
@@ -35,19 +36,6 @@ def _expand_or_422(spec: ExperimentSpec, max_runs: int) -> Expansion:
         raise RequestValidationError(
             [{"loc": ("body", *exc.loc), "msg": exc.message, "type": "value_error"}]
         ) from exc
-
-
-def _check_team(db: Session, user: User, team_id: int | None) -> None:
-    if team_id is not None and team_id not in team_ids(db, user, roles=("owner", "member")):
-        raise RequestValidationError(
-            [
-                {
-                    "loc": ("body", "team_id"),
-                    "msg": f"you are not an owner or member of team {team_id}",
-                    "type": "value_error",
-                }
-            ]
-        )
 
 
 def _out(experiment: Experiment, counts: dict[str, int], trainings: int = 0) -> ExperimentOut:
@@ -95,7 +83,7 @@ def create_experiment(
 ) -> ExperimentOut:
     """Expand the spec into runs (a baseline for each training config and seed), store them,
     and queue one training task per distinct training."""
-    _check_team(db, user, spec.team_id)
+    require_team_editor(db, user, spec.team_id)
     expansion = _expand_or_422(spec, settings.max_runs_per_experiment)
     check_active_runs(db, user, len(expansion.runs), settings.max_active_runs_per_user)
     try:
@@ -150,9 +138,7 @@ def cancel(
 ) -> ExperimentOut:
     """Cancel queued runs at once; running trainings stop between two batches."""
     experiment = get_visible_experiment(db, user, experiment_id)
-    if experiment.owner_id != user.id and experiment.team_id not in team_ids(
-        db, user, roles=("owner", "member")
-    ):
+    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot cancel experiments")
     service.cancel_experiment(db, celery, experiment)
     db.refresh(experiment)

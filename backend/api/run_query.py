@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import HTTPException, Query
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import Select, and_, select
 from sqlalchemy.orm import Session
 
-from backend.db.models import Experiment, Run, TeamMembership, User
+from backend.api.access import owned_or_shared
+from backend.db.models import Experiment, Run, User
 
 SORTABLE = {
     "id": Run.id,
@@ -52,9 +53,8 @@ METRICS = {
 
 
 def visible_to(user: User, db: Session) -> Any:
-    """Rows of experiments the user owns or shares through a team (one SQL clause, no query)."""
-    teams = select(TeamMembership.team_id).where(TeamMembership.user_id == user.id)
-    return or_(Experiment.owner_id == user.id, Experiment.team_id.in_(teams))
+    """Rows of experiments the user owns or shares through a team."""
+    return owned_or_shared(user, Experiment.owner_id, Experiment.team_id)
 
 
 @dataclass

@@ -10,11 +10,11 @@ from datetime import datetime
 from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Response, status
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from backend.api.access import field_error
 from backend.api.deps import DbSession
 from backend.api.security import CurrentUser
 from backend.auth.users import user_by_email
@@ -55,10 +55,6 @@ class TeamOut(BaseModel):
     created_at: datetime
     role: str = Field(description="your role in the team")
     members: list[MemberOut]
-
-
-def _invalid(field: str, message: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": ("body", field), "msg": message, "type": "value_error"}])
 
 
 def _membership(db: Session, team_id: int, user_id: int) -> TeamMembership | None:
@@ -111,9 +107,9 @@ def create_team(body: TeamIn, db: DbSession, user: CurrentUser) -> TeamOut:
     """Create a team; you become its owner."""
     name = body.name.strip()
     if not name:
-        raise _invalid("name", "must not be blank")
+        raise field_error("name", "must not be blank")
     if db.scalar(select(Team.id).where(Team.name == name)) is not None:
-        raise _invalid("name", f"a team named '{name}' exists; choose another name")
+        raise field_error("name", f"a team named '{name}' exists; choose another name")
     team = Team(name=name)
     db.add(team)
     db.flush()
@@ -155,9 +151,9 @@ def add_member(team_id: int, body: MemberIn, db: DbSession, user: CurrentUser) -
     membership = _team_for(db, user, team_id, owner=True)
     invitee = user_by_email(db, body.email)
     if invitee is None or not invitee.is_active:
-        raise _invalid("email", "no active account has this email")
+        raise field_error("email", "no active account has this email")
     if _membership(db, team_id, invitee.id) is not None:
-        raise _invalid("email", "this account is already a member; change its role instead")
+        raise field_error("email", "this account is already a member; change its role instead")
     db.add(TeamMembership(team_id=team_id, user_id=invitee.id, role=body.role))
     db.commit()
     return _out(db, membership.team, membership.role)
@@ -173,7 +169,9 @@ def change_role(
     if target is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"user {user_id} is not in team {team_id}")
     if target.role == "owner" and body.role != "owner" and _owners(db, team_id) == 1:
-        raise _invalid("role", "the team's last owner cannot step down; make another owner first")
+        raise field_error(
+            "role", "the team's last owner cannot step down; make another owner first"
+        )
     target.role = body.role
     db.commit()
     db.refresh(membership)

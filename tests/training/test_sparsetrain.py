@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -14,9 +15,9 @@ from worker.training.sparsetrain import pruning_threshold, stochastic_prune
 def test_pruning_is_unbiased() -> None:
     """E[g'] = g: the mean of many pruned copies is within 5 standard errors of g."""
     gradient = torch.randn(200, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    generator = torch.Generator().manual_seed(1)
+    rng = np.random.default_rng(1)
     trials = 4000
-    samples = torch.stack([stochastic_prune(gradient, 0.9, generator)[0] for _ in range(trials)])
+    samples = torch.stack([stochastic_prune(gradient, 0.9, rng) for _ in range(trials)])
     tau = pruning_threshold(gradient, 0.9)
     small = gradient.abs() < tau
     assert small.float().mean() > 0.5  # the test exercises the stochastic branch
@@ -28,18 +29,18 @@ def test_pruning_is_unbiased() -> None:
 
 def test_pruned_values_are_zero_tau_or_unchanged() -> None:
     gradient = torch.randn(1000, generator=torch.Generator().manual_seed(2))
-    pruned, below = stochastic_prune(gradient, 0.8, torch.Generator().manual_seed(3))
+    pruned = stochastic_prune(gradient, 0.8, np.random.default_rng(3))
     tau = pruning_threshold(gradient, 0.8)
     large = gradient.abs() >= tau
     assert torch.equal(pruned[large], gradient[large])
     survivors = pruned[~large][pruned[~large] != 0]
     assert torch.allclose(survivors.abs(), torch.full_like(survivors, tau))
-    assert below == int((~large).sum())
+    assert 0 < len(survivors) < int((~large).sum())  # some small values promoted, most dropped
 
 
 def test_rate_zero_keeps_the_gradient() -> None:
     gradient = torch.randn(50, generator=torch.Generator().manual_seed(4))
-    pruned, _ = stochastic_prune(gradient, 0.0, torch.Generator())
+    pruned = stochastic_prune(gradient, 0.0, np.random.default_rng())
     assert torch.equal(pruned, gradient)
 
 

@@ -22,12 +22,11 @@ from worker.training.errors import TrainingCancelled
 from worker.training.hook_chain import HookChain
 from worker.training.layers import GemmLayer, attach_hooks, instrument
 from worker.training.models import build_model
-from worker.training.recorder import WorkloadRecorder
+from worker.training.recorder import MEASURE_EVERY, WorkloadRecorder
 from worker.training.registry import AnyParams, build_techniques
 from worker.training.results import EpochMetrics, Progress, TrainingResult
 from worker.training.technique import Step, Technique, WorkloadOps
 
-MEASURE_EVERY = 8  # batches between workload measurements (each costs about one backward)
 EVAL_BATCH = 512
 
 

@@ -21,6 +21,7 @@ from worker.training.layers import GemmLayer, MatMulSite
 from worker.training.sparsity import OperandCounts
 
 FWD, BWD_DATA, BWD_WEIGHT = TrainingPass.FWD, TrainingPass.BWD_DATA, TrainingPass.BWD_WEIGHT
+MEASURE_EVERY = 8  # batches between workload measurements (each costs about one backward)
 
 
 @dataclass
@@ -65,7 +66,7 @@ class LayerRecord:
 
 
 class WorkloadRecorder:
-    def __init__(self, measure_every: int = 8, measure: bool = True) -> None:
+    def __init__(self, measure_every: int = MEASURE_EVERY, measure: bool = True) -> None:
         self.measure_every = measure_every
         self.measure = measure
         self.layers: dict[str, LayerRecord] = {}

@@ -6,9 +6,12 @@ the gradient g of one layer in one iteration modelled as N(0, sigma^2),
     sigma = sqrt(pi/2) * mean|g|,   tau = sigma * Phi^-1((1 + p) / 2)
 
 values with |g| >= tau stay; a smaller value becomes tau*sign(g) with probability |g|/tau and 0
-otherwise, so E[g'] = g. The pruned gradient feeds both BWD-DATA and BWD-WEIGHT. The target
-rate p is not the realised sparsity: natural (before pruning) and artificial (after) densities
-are measured per layer.
+otherwise, so E[g'] = g. Fresh uniform numbers every step. The pruned gradient feeds both
+BWD-DATA and BWD-WEIGHT.
+
+The target rate p is not the realised sparsity: natural (before pruning) and artificial (after)
+densities, and the share of values below tau (each needs a random number), are measured per
+layer on the recorder's sampled mini-batches only; the pruning itself runs on every batch.
 """
 
 from __future__ import annotations
@@ -17,42 +20,51 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from backend.specs.training import SparseTrainParams
 from worker.sim.workload import TrainingPass
 from worker.training.layers import GemmLayer
-from worker.training.technique import EpochFigures, Technique, WorkloadOps, add_extra
+from worker.training.recorder import MEASURE_EVERY
+from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
+
+
+def _sigma_to_tau(prune_rate: float) -> float:
+    return math.sqrt(math.pi / 2) * NormalDist().inv_cdf((1 + prune_rate) / 2)
 
 
 def pruning_threshold(grad: Tensor, prune_rate: float) -> float:
     """tau such that a fraction `prune_rate` of N(0, sigma^2) values lies below it in size."""
-    sigma = math.sqrt(math.pi / 2) * float(grad.abs().mean())
-    return sigma * NormalDist().inv_cdf((1 + prune_rate) / 2)
+    return float(grad.abs().mean()) * _sigma_to_tau(prune_rate)
 
 
-def stochastic_prune(
-    grad: Tensor, prune_rate: float, generator: torch.Generator
-) -> tuple[Tensor, int]:
-    """The pruned gradient and how many values were below the threshold (each needed a random
-    number and a second comparison)."""
-    tau = pruning_threshold(grad, prune_rate)
-    if tau <= 0:
-        return grad, 0
+def stochastic_prune(grad: Tensor, prune_rate: float, rng: np.random.Generator) -> Tensor:
+    """The pruned gradient: |g| >= tau unchanged, else tau*sign(g) with probability |g|/tau.
+
+    One expression covers both cases: keep where u*tau < |g| (always true when |g| >= tau, as
+    u < 1), and a kept value is sign(g)*max(|g|, tau). The uniforms come from NumPy because
+    its generator is several times faster than torch's CPU one, the dominant cost here.
+    """
     magnitude = grad.abs()
-    small = magnitude < tau
-    random = torch.rand(grad.shape, generator=generator, dtype=grad.dtype)
-    promoted = torch.where(random < magnitude / tau, tau * torch.sign(grad), 0.0)
-    return torch.where(small, promoted, grad), int(small.sum())
+    tau = magnitude.mean() * _sigma_to_tau(prune_rate)
+    uniform = torch.from_numpy(rng.random(grad.shape, dtype=np.float32)).to(grad.dtype)
+    dropped = uniform.mul_(tau) >= magnitude
+    return magnitude.clamp_min_(tau).copysign_(grad).masked_fill_(dropped, 0.0)
 
 
 @dataclass
 class _LayerCounts:
+    """Element counts on measured batches (tensors, read only at the epoch's end)."""
+
     elements: float = 0.0
-    natural_nonzero: float = 0.0
-    kept_nonzero: float = 0.0
-    below_threshold: float = 0.0
+    natural_nonzero: Tensor | float = 0.0
+    kept_nonzero: Tensor | float = 0.0
+    below_threshold: Tensor | float = 0.0
+
+    def fraction(self, count: Tensor | float) -> float:
+        return float(count) / self.elements if self.elements else 0.0
 
 
 class SparseTrain(Technique):
@@ -60,32 +72,49 @@ class SparseTrain(Technique):
 
     def __init__(self, params: SparseTrainParams) -> None:
         self.params = params
-        self.generator = torch.Generator()
+        self.rng = np.random.default_rng()
+        self.measuring = True  # measure the next batch that runs backward
         self.epoch: dict[str, _LayerCounts] = {}
-        self.total: dict[str, _LayerCounts] = {}
+        self.measured: dict[str, _LayerCounts] = {}  # over the whole training
+        self.pruned_elements: dict[str, int] = {}  # every batch, for the workload overheads
 
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
-        self.generator.manual_seed(seed + 2)
+        self.rng = np.random.default_rng(seed + 2)
+
+    def start_batch(self, step: Step) -> None:
+        if step.index % MEASURE_EVERY == 0:
+            self.measuring = True
 
     def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor:
         if layer.name in self.params.excluded_layers:
             return grad
-        natural = int((grad != 0).sum())
-        pruned, below = stochastic_prune(grad, self.params.prune_rate, self.generator)
-        kept = int((pruned != 0).sum())
-        for counts in (self.epoch, self.total):
-            entry = counts.setdefault(layer.name, _LayerCounts())
-            entry.elements += grad.numel()
-            entry.natural_nonzero += natural
-            entry.kept_nonzero += kept
-            entry.below_threshold += below
+        pruned = stochastic_prune(grad, self.params.prune_rate, self.rng)
+        self.pruned_elements[layer.name] = self.pruned_elements.get(layer.name, 0) + grad.numel()
+        if self.measuring:
+            self._measure(layer.name, grad, pruned)
         return pruned
+
+    def _measure(self, name: str, grad: Tensor, pruned: Tensor) -> None:
+        with torch.no_grad():
+            natural = (grad != 0).sum()
+            kept = (pruned != 0).sum()
+            below = (grad.abs() < pruning_threshold(grad, self.params.prune_rate)).sum()
+        for counts in (self.epoch, self.measured):
+            entry = counts.setdefault(name, _LayerCounts())
+            entry.elements += grad.numel()
+            entry.natural_nonzero = entry.natural_nonzero + natural
+            entry.kept_nonzero = entry.kept_nonzero + kept
+            entry.below_threshold = entry.below_threshold + below
+
+    def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
+        if backward_ran:
+            self.measuring = False
 
     def epoch_figures(self) -> EpochFigures:
         per_layer = {
             name: {
-                "grad_density_natural": c.natural_nonzero / c.elements,
-                "grad_density_pruned": c.kept_nonzero / c.elements,
+                "grad_density_natural": c.fraction(c.natural_nonzero),
+                "grad_density_pruned": c.fraction(c.kept_nonzero),
             }
             for name, c in self.epoch.items()
         }
@@ -93,12 +122,14 @@ class SparseTrain(Technique):
         return EpochFigures(per_layer=per_layer)
 
     def annotate_workload(self, ops: WorkloadOps) -> None:
-        """Per pruned element: one add for mean|g|, one compare with tau; below tau also a
-        random number and a second compare."""
-        for name, counts in self.total.items():
+        """Per pruned element: one add for mean|g|, one compare with tau; below tau (share
+        measured on sampled batches) also a random number and a second compare."""
+        for name, elements in self.pruned_elements.items():
             op = ops.find(name, TrainingPass.BWD_WEIGHT)
             if op is None:
                 continue
-            add_extra(op, "fp_adds", counts.elements)
-            add_extra(op, "compares", counts.elements + counts.below_threshold)
-            add_extra(op, "random_numbers", counts.below_threshold)
+            measured = self.measured.get(name, _LayerCounts())
+            below = elements * measured.fraction(measured.below_threshold)
+            add_extra(op, "fp_adds", elements)
+            add_extra(op, "compares", elements + below)
+            add_extra(op, "random_numbers", below)

@@ -34,19 +34,23 @@ def _conv_args(conv: nn.Conv2d) -> tuple:
 
 
 def conv_input_windows(x: Tensor, conv: nn.Conv2d) -> OperandCounts:
-    """FWD A = im2col(x): non-zeros of each window (m = B*P rows of k = C*R*S)."""
-    mask = (x != 0).to(torch.float32)
-    ones = torch.ones(1, *conv.weight.shape[1:])
-    per_window = F.conv2d(mask, ones, None, *_conv_args(conv))
+    """FWD A = im2col(x): non-zeros of each window (m = B*P rows of k = C*R*S).
+
+    Counting is linear in the mask, so channels are summed first: one single-channel conv."""
+    per_pixel = (x != 0).sum(1, keepdim=True, dtype=torch.float32)
+    ones = torch.ones(1, 1, *conv.weight.shape[2:])
+    per_window = F.conv2d(per_pixel, ones, None, *_conv_args(conv))
     return _counts(per_window.round(), conv.weight[0].numel())
 
 
 def conv_input_columns(x: Tensor, conv: nn.Conv2d, y_shape: torch.Size) -> OperandCounts:
-    """BWD-WEIGHT B = im2col(x): non-zeros of each (c, r, s) column over all B*P windows."""
-    mask = (x != 0).to(torch.float32)
-    ones = torch.ones(y_shape[0], 1, *y_shape[2:])
+    """BWD-WEIGHT B = im2col(x): non-zeros of each (c, r, s) column over all B*P windows.
+
+    Summed over the batch first (linear again), so the weight-gradient conv has batch 1."""
+    per_position = (x != 0).sum(0, keepdim=True, dtype=torch.float32)
+    ones = torch.ones(1, 1, *y_shape[2:])
     shape = (1, *conv.weight.shape[1:])
-    per_column = torch.nn.grad.conv2d_weight(mask, shape, ones, *_conv_args(conv))
+    per_column = torch.nn.grad.conv2d_weight(per_position, shape, ones, *_conv_args(conv))
     return _counts(per_column.round(), y_shape[0] * y_shape[2] * y_shape[3])
 
 

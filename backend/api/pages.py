@@ -36,6 +36,12 @@ def runs_page() -> HTMLResponse:
     return _html("runs")
 
 
+@router.get("/login", response_class=HTMLResponse, include_in_schema=False)
+def login_page() -> HTMLResponse:
+    """Email and password to a browser session, then back to `?next=` (same-site paths only)."""
+    return _html("login")
+
+
 @router.get("/submit", response_class=HTMLResponse, include_in_schema=False)
 def submit_page() -> HTMLResponse:
     return _html("submit")

@@ -17,6 +17,38 @@ export class ApiError extends Error {
 
 let csrfToken = null;
 
+/** The CSRF token of this page's session, once known (the header reads it from /auth/me). */
+export function setCsrfToken(token) {
+  csrfToken = token || null;
+}
+
+/** `next` as a same-site relative path (path, query, hash), else "/": never an open redirect. */
+export function safeNext(raw) {
+  if (typeof raw !== "string" || !raw.startsWith("/") || raw.startsWith("//")) return "/";
+  if (/[\\\u0000-\u001f\u007f]/.test(raw)) return "/"; // browsers read a backslash as "/"
+  let url;
+  try {
+    url = new URL(raw, location.origin);
+  } catch {
+    return "/";
+  }
+  if (url.origin !== location.origin || url.pathname === "/login") return "/";
+  return `${url.pathname}${url.search}${url.hash}`;
+}
+
+/** The login page's address, coming back to `next` (a same-site path) afterwards. */
+export function loginUrl(next) {
+  return next ? `/login?next=${encodeURIComponent(safeNext(next))}` : "/login";
+}
+
+/** Without a session (401), go log in and come back here; not from the login or shared pages. */
+export function redirectToLogin() {
+  const page = document.body ? document.body.dataset.page : "";
+  if (page === "login" || page === "shared") return false;
+  location.replace(loginUrl(`${location.pathname}${location.search}${location.hash}`));
+  return true;
+}
+
 /** With login sessions, unsafe requests echo the session's CSRF token (read from /auth/me). */
 async function fetchCsrfToken() {
   const response = await fetch(`${API}/auth/me`, { credentials: "same-origin", headers: { Accept: "application/json" } });
@@ -37,10 +69,16 @@ async function send(method, path, body) {
 
 export async function request(method, path, body) {
   let response = await send(method, path, body);
-  if (response.status === 403 && method !== "GET" && !csrfToken) {
+  if (response.status === 403 && method !== "GET") {
+    // No token yet, or a stale one (logged in again elsewhere): fetch it and retry once.
     const text = await response.clone().text();
-    if (/csrf/i.test(text) && (csrfToken = await fetchCsrfToken())) response = await send(method, path, body);
+    const used = csrfToken;
+    if (/csrf/i.test(text) && (csrfToken = await fetchCsrfToken()) && csrfToken !== used) {
+      response = await send(method, path, body);
+    }
   }
+  // Not logged in: off to the login page; the caller waits for the navigation, not an error.
+  if (response.status === 401 && redirectToLogin()) return new Promise(() => {});
   if (response.status === 204) return null;
   const text = await response.text();
   let data = null;

@@ -77,6 +77,15 @@ class MercuryParams(_Spec):
     backward_reuse: bool = Field(True, description="reuse the hit map in BWD-WEIGHT")
     adaptive: bool = Field(True, description="grow signatures and switch layers off adaptively")
     excluded_layers: list[str] = Field(default_factory=list, description="layers never reused")
+    centre_inputs: bool = Field(
+        True,
+        description="sign x - mu instead of x, mu a running mean of the layer's input vectors, so "
+        "the random hyperplanes cut through the data cloud (post-ReLU inputs all lie in the "
+        "positive orthant, where signs of x collide heavily)",
+    )
+    centre_momentum: float = Field(
+        0.1, gt=0, le=1, description="weight of each mini-batch's mean in the running mean mu"
+    )
 
     @model_validator(mode="after")
     def _bits_bounds(self) -> MercuryParams:

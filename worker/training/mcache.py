@@ -66,8 +66,9 @@ def owners(signatures: np.ndarray, cache: CacheModel) -> np.ndarray:
 
 def _set_associative_owners(signatures: np.ndarray, sets: int, ways: int) -> np.ndarray:
     """Group the accesses by set (sets are independent), fold away every access equal to its
-    set's previous one (a hit on the most recently used entry, which changes nothing), and run
-    LRU on the rest."""
+    set's previous one (a hit on the most recently used entry, which changes nothing), and decide
+    the rest by LRU's stack property (see `_lru_hits`); a hit reuses the output of its
+    signature's latest miss, the vector that put the entry in the cache."""
     count = len(signatures)
     set_of = np.mod(signatures, sets)
     order = np.argsort(set_of, kind="stable")
@@ -77,29 +78,47 @@ def _set_associative_owners(signatures: np.ndarray, sets: int, ways: int) -> np.
         (sorted_sets[1:] == sorted_sets[:-1]) & (sorted_signatures[1:] == sorted_signatures[:-1]),
     ]
     heads = np.flatnonzero(~repeat)
-    head_owners = _lru_heads(
-        sorted_sets[heads].tolist(), sorted_signatures[heads].tolist(), order[heads].tolist(), ways
-    )
+    head_signatures = sorted_signatures[heads]
+    # same signature implies same set, so a stable sort keeps each signature's accesses in order
+    by_signature = np.argsort(head_signatures, kind="stable")
+    grouped = head_signatures[by_signature]
+    same = np.r_[False, grouped[1:] == grouped[:-1]]
+    previous = np.full(len(heads), -1, dtype=np.int64)
+    previous[by_signature[same]] = by_signature[np.flatnonzero(same) - 1]
+    hit = _lru_hits(head_signatures, previous, ways)
+    latest_miss = np.maximum.accumulate(np.where(hit[by_signature], -1, np.arange(len(heads))))
+    head_owners = np.empty(len(heads), dtype=np.int64)
+    head_owners[by_signature] = order[heads][by_signature[latest_miss]]
     head_of_access = np.cumsum(~repeat) - 1
     result = np.empty(count, dtype=np.int64)
-    result[order] = np.asarray(head_owners, dtype=np.int64)[head_of_access]
+    result[order] = head_owners[head_of_access]
     return result
 
 
-def _lru_heads(sets: list[int], signatures: list[int], vectors: list[int], ways: int) -> list[int]:
-    """LRU over accesses sorted by set (a plain loop: most sets see few accesses)."""
-    result: list[int] = []
-    entries: OrderedDict[int, int] = OrderedDict()
-    current_set = -1
-    for set_index, signature, vector in zip(sets, signatures, vectors, strict=True):
-        if set_index != current_set:
-            entries, current_set = OrderedDict(), set_index
-        owner = entries.get(signature)
-        if owner is None:
-            if len(entries) == ways:
-                entries.popitem(last=False)
-            entries[signature] = owner = vector
-        else:
-            entries.move_to_end(signature)
-        result.append(owner)
-    return result
+def _lru_hits(signatures: np.ndarray, previous: np.ndarray, ways: int) -> np.ndarray:
+    """Hits of an access stream sorted by set (each set's accesses in time order), previous[i]
+    the position of the same signature's previous access (-1: none).
+
+    An LRU set holds the `ways` most recently used distinct signatures, so access i hits iff
+    fewer than `ways` distinct signatures came between previous[i] and i. The distinct ones in
+    a window [a, i) are the positions j there with previous[j] < a. Windows longer than
+    `horizon` are first checked on their last `horizon` accesses (>= ways distinct: a miss);
+    the few left are counted exactly."""
+    positions = np.arange(len(signatures))
+    gap = positions - previous - 1
+    hit = (previous >= 0) & (gap < ways)
+    pending = np.flatnonzero((previous >= 0) & (gap >= ways))
+    if len(pending) == 0:
+        return hit
+    horizon = max(32, 4 * ways)
+    length = np.minimum(gap[pending], horizon)
+    start = pending - length
+    offsets = np.arange(1, horizon + 1)
+    window = np.maximum(pending[:, None] - offsets, 0)
+    inside = offsets <= length[:, None]
+    distinct = (inside & (previous[window] < start[:, None])).sum(1)
+    hit[pending] = (distinct < ways) & (length == gap[pending])
+    for i in pending[(distinct < ways) & (length < gap[pending])].tolist():
+        between = signatures[previous[i] + 1 : i]
+        hit[i] = len(np.unique(between)) < ways
+    return hit

@@ -5,6 +5,13 @@ layer's MCACHE model (mcache.py) and copy each hit's output from its owner, exac
 folds each hit group onto its owner's input (layers.py), BWD-DATA stays dense. After each epoch
 the adaptive rule may lengthen signatures (validation loss stalled) and switch off layers whose
 hit rate fell below `min_hit_rate`.
+
+Knob `centre_inputs` (default on): a layer signs x - mu, mu a running mean of its input vectors
+(`centre_momentum`, updated with each mini-batch before it is signed). Post-ReLU inputs all lie
+in the positive orthant, where most hyperplanes through the origin put them on the same side:
+plain sign signatures collide for vectors far apart (and x collides with 2x), and copying the
+outputs of such "similar" vectors collapses accuracy. Hyperplanes through the data cloud's centre
+split it evenly. Reuse stays exact: a hit still copies the cached output of its owner.
 """
 
 from __future__ import annotations
@@ -62,6 +69,8 @@ class Mercury(Technique):
         state = self.layers.get(layer.name)
         if state is None or not state.reusing:
             return None
+        if self.params.centre_inputs:
+            state.projection.observe(x, self.params.centre_momentum)
         signatures = state.projection.signatures(x, self.bits).numpy()
         owner = owners(signatures, self.cache)
         hits = int((owner != np.arange(len(owner))).sum())

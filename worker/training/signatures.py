@@ -1,9 +1,11 @@
 """MERCURY's Random Projection with Quantization (RPQ) signatures.
 
 An input vector x (an im2col window of a conv, an input row of a linear layer) gets the bit
-signature s(x) = [R x >= 0], R a k x d Gaussian matrix drawn once per layer. Bit i is packed
+signature s(x) = [R (x - mu) >= 0], R a k x d Gaussian matrix drawn once per layer and mu a centre
+in input space (zero unless the layer is centred, see `RandomProjection.observe`). Bit i is packed
 as 2**i of an int64, so equal signatures are equal integers. For a conv, R x for every window
-is one convolution with k filters: the dataflow of the layer itself, no im2col copy.
+is one convolution with k filters: the dataflow of the layer itself, no im2col copy; the centre
+enters as that convolution's bias -R mu.
 """
 
 from __future__ import annotations
@@ -12,11 +14,21 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+# float32 holds integers exactly up to 2**24, so bits are packed by a matmul 24 at a time
+_CHUNK = 24
 
-def pack_bits(bits: Tensor) -> Tensor:
-    """(rows, k) booleans -> (rows,) int64 with bit i = column i (k <= 64)."""
-    shifts = torch.arange(bits.shape[1], dtype=torch.int64)
-    return (bits.to(torch.int64) << shifts).sum(1)
+
+def pack_bits(bits: Tensor, dim: int = -1) -> Tensor:
+    """Booleans with k <= 64 bits along `dim` -> int64 with bit i = index i along `dim`."""
+    bits = torch.movedim(bits, dim, -1)
+    count = bits.shape[-1]
+    packed = torch.zeros(bits.shape[:-1], dtype=torch.int64)
+    for start in range(0, count, _CHUNK):
+        width = min(_CHUNK, count - start)
+        powers = torch.exp2(torch.arange(width, dtype=torch.float32))
+        chunk = bits[..., start : start + width].to(torch.float32) @ powers
+        packed |= chunk.to(torch.int64) << start
+    return packed
 
 
 class RandomProjection:
@@ -27,26 +39,56 @@ class RandomProjection:
         self.inner = inner
         vector_length = inner.weight[0].numel()
         self.matrix = torch.randn(max_bits, vector_length, generator=generator)
+        self.centre = torch.zeros(vector_length)
+        self._observed = False
+
+    def observe(self, x: Tensor, momentum: float) -> None:
+        """Move the centre towards the mean input vector of `x` (the first batch sets it):
+        hyperplanes through the data cloud split post-ReLU vectors, which all lie in the
+        positive orthant, far better than hyperplanes through the origin."""
+        with torch.no_grad():
+            mean = self.mean_vector(x)
+            if self._observed:
+                self.centre.lerp_(mean, momentum)
+            else:
+                self.centre, self._observed = mean, True
+
+    def mean_vector(self, x: Tensor) -> Tensor:
+        """The mean of the layer's input vectors (im2col windows of a conv) in `x`."""
+        inner = self.inner
+        if not isinstance(inner, nn.Conv2d):
+            return x.reshape(-1, x.shape[-1]).mean(0)
+        # the windows of the batch-summed image sum to the batch's windows: unfold one image
+        summed = x.detach().sum(0, keepdim=True)
+        windows = F.unfold(summed, inner.kernel_size, inner.dilation, inner.padding, inner.stride)
+        return windows[0].mean(1) / x.shape[0]
 
     def projections(self, x: Tensor, bits: int) -> Tensor:
-        """R x for every row of the layer's FWD GEMM: (rows, bits), rows in GEMM order."""
-        with torch.no_grad():
-            inner = self.inner
-            if isinstance(inner, nn.Conv2d):
-                filters = self.matrix[:bits].reshape(bits, *inner.weight.shape[1:])
-                projected = F.conv2d(x, filters, None, inner.stride, inner.padding, inner.dilation)
-                return projected.permute(0, 2, 3, 1).reshape(-1, bits)
-            return x.reshape(-1, x.shape[-1]) @ self.matrix[:bits].T
+        """R (x - mu) for every row of the layer's FWD GEMM: (rows, bits), rows in GEMM order."""
+        return torch.movedim(self._projected(x, bits), 1, -1).reshape(-1, bits)
 
     def signatures(self, x: Tensor, bits: int) -> Tensor:
-        return pack_bits(self.projections(x, bits) >= 0)
+        """The packed signature of every row of the layer's FWD GEMM, rows in GEMM order."""
+        return pack_bits(self._projected(x, bits) >= 0, dim=1).reshape(-1)
+
+    def _projected(self, x: Tensor, bits: int) -> Tensor:
+        """R (x - mu) with the bit index in dim 1: (B, bits, H, W) for a conv, (rows, bits)."""
+        with torch.no_grad():
+            matrix = self.matrix[:bits]
+            offset = -(matrix @ self.centre)
+            inner = self.inner
+            if isinstance(inner, nn.Conv2d):
+                filters = matrix.reshape(bits, *inner.weight.shape[1:])
+                return F.conv2d(x, filters, offset, inner.stride, inner.padding, inner.dilation)
+            return torch.addmm(offset, x.reshape(-1, x.shape[-1]), matrix.T)
 
     def projections_by_unfolding(self, x: Tensor, bits: int) -> Tensor:
         """The same projections through an explicit im2col (slow; the reference)."""
         inner = self.inner
         if not isinstance(inner, nn.Conv2d):
-            return self.projections(x, bits)
+            return (x.reshape(-1, x.shape[-1]) - self.centre) @ self.matrix[:bits].T
         windows = F.unfold(
             x.detach(), inner.kernel_size, inner.dilation, inner.padding, inner.stride
         )
-        return windows.transpose(1, 2).reshape(-1, windows.shape[1]) @ self.matrix[:bits].T
+        rows = windows.transpose(1, 2).reshape(-1, windows.shape[1])
+        return (rows - self.centre) @ self.matrix[:bits].T

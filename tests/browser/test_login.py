@@ -1,0 +1,154 @@
+"""Through the browser with accounts on: sent to the login page, a wrong password, logging in,
+submitting through the form (CSRF token and all), logging out, and the rate-limit message."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.browser.conftest import ConsoleLog, Server, stop_serve
+from tests.conftest import ORRERY_BIN, ROOT, free_port, orrery_env, wait_for_http
+
+pytestmark = pytest.mark.browser
+
+EMAIL = "ada@example.org"
+PASSWORD = "correct horse battery staple"
+MAX_FAILURES = 3
+# Chromium logs every 4xx answer: the 401s that send a visitor to /login and a wrong password.
+EXPECTED = re.compile(r"the server responded with a status of (401|429)")
+
+
+@pytest.fixture(scope="module")
+def accounts_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`orrery serve` on embedded SQLite with accounts on, and one user created by the CLI."""
+    data_dir = tmp_path_factory.mktemp("orrery-accounts")
+    env = orrery_env(
+        ORRERY_DATA_DIR=str(data_dir),
+        ORRERY_SINGLE_USER="false",
+        ORRERY_WORKER_CONCURRENCY="1",
+        ORRERY_LOGIN_MAX_FAILURES=str(MAX_FAILURES),
+    )
+    created = subprocess.run(
+        [ORRERY_BIN, "user", "create", "--email", EMAIL, "--name", "Ada", "--password-stdin"],
+        input=f"{PASSWORD}\n",
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stdout + created.stderr
+    port = free_port()
+    log = data_dir / "serve.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [ORRERY_BIN, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/api/v1/health", timeout=90, process=process)
+        yield Server(url=url, process=process, log=log, data_dir=data_dir)
+    finally:
+        stop_serve(process)
+
+
+def log_in(page: Page, email: str, password: str) -> None:
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+
+
+def unexpected(console: ConsoleLog) -> list[str]:
+    return [e for e in console.errors if not EXPECTED.search(e)]
+
+
+def test_login_submit_logout(accounts_server: Server, browser: Browser, screenshots: Path) -> None:
+    server = accounts_server
+    console = ConsoleLog()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    console.watch(page)
+
+    # 1. Without a session, the runs page sends the visitor to the login page.
+    page.goto(f"{server.url}/?status=done")
+    page.wait_for_url(re.compile(r"/login\?next=%2F%3Fstatus%3Ddone$"))
+    assert page.get_by_role("heading", name="Log in").is_visible()
+    page.screenshot(path=screenshots / "10-login.png", full_page=True)
+
+    # 2. A wrong password: a clear message, still on the login page.
+    log_in(page, EMAIL, "not the password")
+    alert = page.locator("#login-message")
+    page.wait_for_function(
+        "() => /wrong email or password/i.test(document.getElementById('login-message')"
+        ".textContent)"
+    )
+    assert "/login" in page.url and page.get_by_label("Password").input_value() == ""
+
+    # 3. The right password: back where the visitor came from, the header shows who it is.
+    log_in(page, EMAIL, PASSWORD)
+    page.wait_for_url(re.compile(r"/\?status=done$"))
+    session = page.locator("header.top .session")
+    session.get_by_text(EMAIL).wait_for()
+    assert "Logged in as" in session.inner_text()
+    assert session.get_by_role("button", name="Log out").is_visible()
+    page.locator("#run-table").wait_for()
+    page.screenshot(path=screenshots / "11-logged-in.png", full_page=True)
+
+    # 4. Submit a tiny experiment through the form: unsafe requests carry the CSRF token.
+    page.get_by_role("link", name="Submit", exact=True).click()
+    page.wait_for_selector('#spec-form[data-ready="true"]')
+    page.get_by_label("Experiment name").fill("login tiny")
+    page.get_by_label("Model", exact=True).select_option("mlp")
+    page.get_by_label("Dataset", exact=True).select_option("digits")
+    page.get_by_label("Epochs", exact=True).fill("1")
+    page.get_by_label("Batch Size", exact=True).fill("32")
+    page.get_by_label("Train Samples", exact=True).fill("256")
+    page.get_by_label("Test Samples", exact=True).fill("128")
+    page.wait_for_function(
+        "() => /^\\d+ runs?/.test(document.getElementById('preview').textContent)"
+    )
+    page.get_by_role("button", name="Submit experiment").click()
+    page.wait_for_url(re.compile(r"/\?experiment_id=\d+"))
+    experiment_id = page.url.rsplit("=", 1)[1]
+    page.locator(f'tr[data-experiment-id="{experiment_id}"]').wait_for()
+    assert page.locator("#form-errors").count() == 0
+    assert unexpected(console) == []
+
+    # 5. Log out: the session ends, and the next page needs a login again.
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url(re.compile(r"/login$"))
+    page.goto(f"{server.url}/dashboards")
+    page.wait_for_url(re.compile(r"/login\?next=%2Fdashboards$"))
+
+    # 6. Too many failures: the 429 says when to try again.
+    for _ in range(MAX_FAILURES):
+        log_in(page, "nobody@example.org", "not the password")
+        page.wait_for_function(
+            "() => /wrong email or password/i.test(document.getElementById('login-message')"
+            ".textContent) && !document.getElementById('login-submit').disabled"
+        )
+    log_in(page, "nobody@example.org", "not the password")
+    page.wait_for_function(
+        "() => /too many failed logins/i.test(document.getElementById('login-message').textContent)"
+    )
+    assert re.search(r"Try again in 15 minutes \(at \d", alert.inner_text()), alert.inner_text()
+
+    # 7. `next` never leaves the site.
+    for hostile in ["//example.org/x", "/\\example.org", "https://example.org/"]:
+        assert (
+            page.evaluate("async (n) => (await import('/static/js/api.js')).safeNext(n)", hostile)
+            == "/"
+        )
+    assert unexpected(console) == [], console.errors
+    context.close()

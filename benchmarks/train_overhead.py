@@ -7,7 +7,7 @@ run at 4 batches per BP batch, the regime where GP steps dominate.
 
 Targets: mercury <= 2.0x, sparsetrain <= 1.3x, adagp <= 1.0x once GP steps dominate.
 
-    python benchmarks/train_overhead.py [--train-samples N] [--epochs E]
+    python benchmarks/train_overhead.py [--train-samples N] [--epochs E] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-samples", type=int, default=6400)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument(
+        "--only", nargs="+", choices=list(TECHNIQUES), help="time only these (and the baseline)"
+    )
     args = parser.parse_args()
     cases = [
         TrainingConfig(model="lenet5", dataset="mnist", batch_size=64),
@@ -64,6 +67,8 @@ def main() -> None:
         baseline, baseline_accuracy = epoch_seconds(config, "baseline")
         print(f"  {'technique':<22}{'s/epoch':>9}{'ratio':>8}{'test acc':>10}")
         for name in TECHNIQUES:
+            if args.only and name != "baseline" and name not in args.only:
+                continue
             if name == "baseline":
                 seconds, accuracy = baseline, baseline_accuracy
             else:

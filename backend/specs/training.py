@@ -103,12 +103,21 @@ class AdaGPParams(_Spec):
     warmup_epochs: int = Field(1, ge=0, le=100, description="epochs of backprop only")
     bp_batches: int = Field(1, ge=1, le=1000, description="BP batches per BP/GP cycle")
     gp_batches: int = Field(2, ge=0, le=1000, description="initial GP batches per cycle")
-    min_gp_batches: int = Field(1, ge=0, le=1000, description="lower bound on the GP run")
+    min_gp_batches: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="lower bound on the GP run; 0 lets GP switch off while predictions are poor",
+    )
     max_gp_batches: int = Field(8, ge=0, le=1000, description="upper bound on the GP run")
     cos_high: float = Field(0.6, ge=-1, le=1, description="cosine above which GP runs lengthen")
     cos_low: float = Field(0.3, ge=-1, le=1, description="cosine below which GP runs shorten")
     predictor_hidden: int = Field(64, ge=1, le=4096, description="hidden units per predictor")
     predictor_lr: float = Field(1e-3, gt=0, le=1, description="Adam learning rate of predictors")
+    calibrated_scale: bool = Field(
+        True,
+        description="scale predictions by their running least-squares gain on true gradients",
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> AdaGPParams:

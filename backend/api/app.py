@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
 from backend.api.limits import BodySizeLimit
@@ -17,14 +17,30 @@ from backend.settings import Settings, get_settings
 API_PREFIX = "/api/v1"
 
 
-async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
-    """A lost database connection is the server's trouble, said plainly, not a bare 500."""
+async def database_error(request: Request, exc: Exception) -> JSONResponse:
+    """Database errors said plainly, not a bare 500: a lost connection is the server's trouble
+    (503); a value the database cannot store, such as a NUL byte in text, is the request's (422).
+    Either way the request's transaction was rolled back."""
     if isinstance(exc, OperationalError) or (
         isinstance(exc, DBAPIError) and exc.connection_invalidated
     ):
         return JSONResponse(
             {"detail": "the database is unreachable; nothing was changed, try again shortly"},
             status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+    if isinstance(exc, DataError):
+        reason = str(exc.orig).splitlines()[0] if exc.orig else "invalid value"
+        return JSONResponse(
+            {
+                "detail": [
+                    {
+                        "loc": ["body"],
+                        "msg": f"a value cannot be stored: {reason}; nothing was changed",
+                        "type": "value_error",
+                    }
+                ]
+            },
+            status_code=status.HTTP_422_UNPROCESSABLE_CONTENT,
         )
     raise exc
 
@@ -48,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()
-    app.add_exception_handler(DBAPIError, database_unavailable)
+    app.add_exception_handler(DBAPIError, database_error)
     for router in (
         health.router,
         accounts.router,

@@ -152,3 +152,18 @@ def test_login_submit_logout(accounts_server: Server, browser: Browser, screensh
         )
     assert unexpected(console) == [], console.errors
     context.close()
+
+
+def test_single_user_header_and_login_skip(server: Server, browser: Browser) -> None:
+    """Single-user (embedded default): the header says so, and /login goes straight on."""
+    console = ConsoleLog()
+    context = browser.new_context()
+    page = context.new_page()
+    console.watch(page)
+    page.goto(f"{server.url}/login?next=%2Fdashboards")
+    page.wait_for_url(re.compile(r"/dashboards$"))
+    session = page.locator("header.top .session")
+    session.get_by_text("single-user mode (no login)").wait_for()
+    assert session.get_by_role("button", name="Log out").count() == 0
+    assert console.errors == []
+    context.close()

@@ -6,8 +6,8 @@ import torch
 
 from backend.specs.training import AdaGPParams, MercuryParams, SparseTrainParams, TrainingConfig
 from worker.sim.workload import TrainingPass
-from worker.training import run_training
-from worker.training.adagp import FEATURES, channel_features
+from worker.training import engine, run_training
+from worker.training.adagp import FEATURES, AdaGP, channel_features
 
 CONFIG = TrainingConfig(
     model="lenet5", dataset="digits", epochs=2, train_samples=640, batch_size=32, seed=2
@@ -57,3 +57,38 @@ def test_mercury_and_sparsetrain_compose() -> None:
     assert epoch.per_layer["conv2"]["grad_density_pruned"] < 1
     fwd = next(o for o in result.workload.ops if o.layer == "conv1" and o.pass_ == "fwd")
     assert fwd.reused_row_fraction > 0
+
+
+def test_features_match_per_channel_reductions() -> None:
+    y = torch.randn(4, 3, 8, 8)
+    features = channel_features(y)
+    per_channel = y.transpose(0, 1).reshape(3, -1)
+    assert torch.allclose(features[:, 0], per_channel.mean(1), atol=1e-6)
+    assert torch.allclose(features[:, 1], per_channel.std(1, unbiased=False), atol=1e-5)
+    assert torch.allclose(features[:, 3], (per_channel > 0).float().mean(1))
+    pooled = torch.nn.functional.adaptive_avg_pool2d(y, 4).mean(0).reshape(3, -1)
+    assert torch.allclose(features[:, 4:], pooled, atol=1e-6)
+
+
+def test_gp_switches_off_while_predictions_are_poor_and_resumes_when_good() -> None:
+    config = CONFIG.model_copy(update={"epochs": 2})
+    poor = AdaGPParams(warmup_epochs=0, cos_low=1.0, cos_high=1.0)  # every cosine is "poor"
+    assert poor.min_gp_batches == 0
+    first, second = run_training(config, [poor]).epochs
+    assert 0 < first.gp_fraction < 0.2  # the initial GP run shrinks to nothing
+    assert second.gp_fraction == 0.0
+    good = AdaGPParams(warmup_epochs=0, gp_batches=0, cos_low=-1.0, cos_high=-1.0)
+    assert run_training(config, [good]).epochs[-1].gp_fraction > 0.5  # grows back from 0
+
+
+def test_predictions_are_calibrated_by_their_least_squares_gain(monkeypatch) -> None:
+    params = AdaGPParams(warmup_epochs=1, gp_batches=1, min_gp_batches=1, max_gp_batches=1)
+    technique = AdaGP(params)
+    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    run_training(CONFIG, [params])
+    for predictor in technique.predictors.values():
+        assert predictor.gain is not None and predictor.scale is not None
+        assert float(predictor.gain) >= 0.0  # an anti-correlated predictor takes no step
+        calibrated = predictor.prediction(True)
+        raw = predictor.prediction(False)
+        assert torch.allclose(calibrated, raw * predictor.gain, rtol=1e-5, atol=1e-12)

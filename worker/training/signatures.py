@@ -19,16 +19,20 @@ _CHUNK = 24
 
 
 def pack_bits(bits: Tensor, dim: int = -1) -> Tensor:
-    """Booleans with k <= 64 bits along `dim` -> int64 with bit i = index i along `dim`."""
-    bits = torch.movedim(bits, dim, -1)
-    count = bits.shape[-1]
-    packed = torch.zeros(bits.shape[:-1], dtype=torch.int64)
+    """Booleans with k <= 64 bits along `dim` -> int64 with bit i = index i along `dim` (that
+    dimension removed)."""
+    dim %= bits.ndim
+    shape = bits.shape[:dim] + bits.shape[dim + 1 :]
+    count = bits.shape[dim]
+    grouped = bits.reshape(bits.shape[:dim].numel(), count, -1)  # (outer, bits, inner), no copy
+    packed: Tensor | None = None
     for start in range(0, count, _CHUNK):
         width = min(_CHUNK, count - start)
         powers = torch.exp2(torch.arange(width, dtype=torch.float32))
-        chunk = bits[..., start : start + width].to(torch.float32) @ powers
-        packed |= chunk.to(torch.int64) << start
-    return packed
+        chunk = (powers @ grouped[:, start : start + width].to(torch.float32)).to(torch.int64)
+        packed = chunk if packed is None else packed | (chunk << start)
+    assert packed is not None
+    return packed.reshape(shape)
 
 
 class RandomProjection:

@@ -64,7 +64,6 @@ def channel_features(y: Tensor) -> Tensor:
 @dataclass
 class _Predictor:
     network: nn.Sequential
-    optimizer: torch.optim.Optimizer
     weight: nn.Parameter
     scale: Tensor | None = None  # running RMS of the true gradient
     gain: Tensor | None = None  # running least-squares gain of the prediction (calibration)
@@ -112,6 +111,7 @@ class AdaGP(Technique):
         self.phase_left = 0
         self.predicting = False  # this batch is a GP batch
         self.loss_mean: float | None = None
+        self.optimizer: torch.optim.Optimizer | None = None  # one Adam over all predictors
         self.epoch = _Counts()
         self.total = _Counts()
 
@@ -125,8 +125,12 @@ class AdaGP(Technique):
                     nn.ReLU(),
                     nn.Linear(self.params.predictor_hidden, outputs),
                 )
-                optimizer = torch.optim.Adam(network.parameters(), lr=self.params.predictor_lr)
-                self.predictors[layer.name] = _Predictor(network, optimizer, layer.weight)
+                self.predictors[layer.name] = _Predictor(network, layer.weight)
+        # Adam is element-wise, so one optimiser stepping every predictor on the sum of their
+        # losses equals one per predictor, with one backward and one step per batch.
+        parameters = [p for pr in self.predictors.values() for p in pr.network.parameters()]
+        if parameters:
+            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr)
 
     def start_batch(self, step: Step) -> None:
         if step.epoch < self.params.warmup_epochs:
@@ -172,7 +176,7 @@ class AdaGP(Technique):
         """One Adam step per predictor on this batch's true gradients; the cosine similarity
         of all predicted (before the step) and true weight gradients."""
         dot = predicted_norm = true_norm = torch.zeros(())
-        trained = False
+        losses: list[Tensor] = []
         for predictor in self.predictors.values():
             true = predictor.weight.grad
             if true is None or predictor.features is None:
@@ -194,13 +198,13 @@ class AdaGP(Technique):
                 predictor.cosine_count += 1
                 gain = (layer_dot / (layer_guess + 1e-30)).clamp_min(0.0)
                 predictor.gain = gain if predictor.gain is None else _blend(predictor.gain, gain)
-            predictor.optimizer.zero_grad(set_to_none=True)
-            F.mse_loss(guess, target).backward()
-            predictor.optimizer.step()
+            losses.append(F.mse_loss(guess, target))
             predictor.scale = _blend(predictor.scale, rms)
-            trained = True
-        if not trained:
+        if not losses or self.optimizer is None:
             return None
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.stack(losses).sum().backward()
+        self.optimizer.step()
         return float(dot / (predicted_norm * true_norm).sqrt().clamp_min(1e-30))
 
     def _adapt(self, cosine: float, loss: float) -> None:

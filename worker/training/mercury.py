@@ -6,7 +6,7 @@ folds each hit group onto its owner's input (layers.py), BWD-DATA stays dense. A
 the adaptive rule may lengthen signatures (validation loss stalled) and switch off layers whose
 hit rate fell below `min_hit_rate`.
 
-Knob `centre_inputs` (default off, see MercuryParams): a layer signs x - mu, mu a running mean
+Knob `centre_inputs` (default on, see MercuryParams): a layer signs x - mu, mu a running mean
 of its input vectors (`centre_momentum`, updated with each mini-batch before it is signed).
 Post-ReLU inputs all lie in the positive orthant, where most hyperplanes through the origin put
 them on the same side: plain sign signatures collide for vectors far apart (and x with 2x), and

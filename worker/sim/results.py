@@ -17,8 +17,8 @@ import numpy as np
 OPERANDS = ("ifmap", "filter", "ofmap")
 ENERGY_LEVELS = ("mac", "register", "sram", "dram")
 
-# Per-GEMM columns summed into the totals.
-SUMMED_COLUMNS = (
+# MAC counts and cycles: per GEMM, and summed into the totals.
+MAC_AND_CYCLE_COLUMNS = (
     "macs_algorithmic",
     "macs_actual",
     "macs_skipped",
@@ -27,6 +27,10 @@ SUMMED_COLUMNS = (
     "extension_cycles",
     "stall_cycles",
     "total_cycles",
+)
+# Per-GEMM columns summed into the totals.
+SUMMED_COLUMNS = (
+    *MAC_AND_CYCLE_COLUMNS,
     *(f"sram_reads_{o}" for o in OPERANDS),
     *(f"sram_writes_{o}" for o in OPERANDS),
     *(f"dram_reads_{o}" for o in OPERANDS),
@@ -152,14 +156,7 @@ def _figures(c: dict[str, float]) -> dict[str, Any]:
 
 
 _SCALAR_FIGURES = (
-    "macs_algorithmic",
-    "macs_actual",
-    "macs_skipped",
-    "macs_overhead",
-    "compute_cycles",
-    "extension_cycles",
-    "stall_cycles",
-    "total_cycles",
+    *MAC_AND_CYCLE_COLUMNS,
     "utilization",
     "mapping_efficiency",
     "dram_bytes",

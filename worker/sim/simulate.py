@@ -31,7 +31,7 @@ from backend.specs.accelerator import AcceleratorConfig
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import alu_cycles, count_extra_ops, mcache_cycles
 from worker.sim.memory import dram_traffic, stall_cycles
-from worker.sim.results import OPERANDS, SimulationResult
+from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
 from worker.sim.systolic import DATAFLOW_CODES, dense_compute, map_gemm
 from worker.sim.workload import GemmOp, Workload
 from worker.sim.zero_skipping import SparseStream, sparse_stream
@@ -272,14 +272,7 @@ def _result(
 
 
 _EMPTY_COLUMNS = (
-    "macs_algorithmic",
-    "macs_actual",
-    "macs_skipped",
-    "macs_overhead",
-    "compute_cycles",
-    "extension_cycles",
-    "stall_cycles",
-    "total_cycles",
+    *MAC_AND_CYCLE_COLUMNS,
     "array_cycles",
     "array_macs",
     "mapped_pe_cycles",

@@ -60,10 +60,14 @@ def redis_db_url() -> Iterator[str]:
     deadline = time.monotonic() + 120
     index = None
     while index is None:
+        # Start after the index the previous test took, so a worker still shutting down from
+        # that test is never listening on this test's queue.
+        start = int(registry.incr("orrery-test-db:next"))
+        candidates = [1 + (start + i) % 15 for i in range(15)]
         index = next(
             (
                 i
-                for i in range(1, 16)
+                for i in candidates
                 if registry.set(f"orrery-test-db:{i}", os.getpid(), nx=True, ex=900)
             ),
             None,

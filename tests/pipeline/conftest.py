@@ -20,7 +20,10 @@ TINY_TRAINING = {
 
 @pytest.fixture
 def pg_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
-    return service_settings(postgres_url, redis_db_url, tmp_path, single_user=True)
+    # No background reconciler: these tests send and redeliver tasks themselves.
+    return service_settings(
+        postgres_url, redis_db_url, tmp_path, single_user=True, reconcile_interval=0
+    )
 
 
 @pytest.fixture

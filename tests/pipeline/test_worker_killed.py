@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
+from backend.queue import TaskName, make_celery
 from backend.settings import Settings
 from tests.conftest import orrery_env, start_worker, stop_process
 
@@ -56,7 +57,11 @@ def test_sigkilled_worker_process_is_redelivered_once(
     )
     worker = start_worker(env, cwd=tmp_path)
     try:
-        api.post("/api/v1/experiments", json=SPEC)
+        # The worker must be consuming before the kill can land mid-training.
+        ready = make_celery(pg_settings).send_task(TaskName.PING).get(timeout=120)
+        assert ready["pid"] != worker.pid
+        response = api.post("/api/v1/experiments", json=SPEC)
+        assert response.status_code == 201, response.text
 
         def first_training_under_way() -> Training | None:
             with session_scope(url) as db:
@@ -64,7 +69,13 @@ def test_sigkilled_worker_process_is_redelivered_once(
                     select(Training).where(Training.status == "running", Training.progress > 0.05)
                 )
 
-        victim = poll(first_training_under_way, 180, "a training to make progress")
+        try:
+            victim = poll(first_training_under_way, 240, "a training to make progress")
+        except AssertionError as timeout:
+            with session_scope(url) as db:
+                states = [(t.status, t.progress, t.attempts) for t in db.scalars(select(Training))]
+            worker_log = stop_process(worker)[-4000:]
+            raise AssertionError(f"trainings {states}; worker said:\n{worker_log}") from timeout
         pool = poll(lambda: child_pids(worker.pid), 10, "the worker's pool process")
         for pid in pool:
             os.kill(pid, signal.SIGKILL)

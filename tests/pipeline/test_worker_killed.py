@@ -16,7 +16,8 @@ from tests.conftest import orrery_env, start_worker, stop_process
 
 SPEC = {
     "name": "kill me",
-    "training": {"model": "lenet5", "dataset": "digits", "epochs": 8, "batch_size": 16},
+    # Long enough (tens of seconds) that the kill always lands mid-training on a quiet machine.
+    "training": {"model": "lenet5", "dataset": "mnist", "epochs": 2, "batch_size": 32},
     "techniques": [{"name": "sparsetrain"}],
     "accelerators": ["edge", "eyeriss-like"],
 }

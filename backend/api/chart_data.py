@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -113,34 +114,31 @@ def _chart_run(
     )
 
 
-def _layers(db: Session, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+def _grouped(
+    db: Session, model: Any, key: Any, fields: Sequence[str], keys: Iterable[int], order: Any
+) -> dict[int, list[dict[str, Any]]]:
+    """Rows of `model` whose `key` is in `keys`, as dicts of `fields`, grouped by key."""
     grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    if not run_ids:
+    keys = list(keys)
+    if not keys:
         return grouped
-    columns = [getattr(LayerResult, name) for name in LAYER_FIELDS]
-    query = (
-        select(LayerResult.run_id, *columns)
-        .where(LayerResult.run_id.in_(run_ids))
-        .order_by(LayerResult.run_id, LayerResult.position)
-    )
+    columns = [getattr(model, name) for name in fields]
+    query = select(key, *columns).where(key.in_(keys)).order_by(key, order)
     for row in db.execute(query):
-        grouped[row[0]].append(dict(zip(LAYER_FIELDS, row[1:], strict=True)))
+        grouped[row[0]].append(dict(zip(fields, row[1:], strict=True)))
     return grouped
+
+
+def _layers(db: Session, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    return _grouped(
+        db, LayerResult, LayerResult.run_id, LAYER_FIELDS, run_ids, LayerResult.position
+    )
 
 
 def _epochs(db: Session, training_ids: set[int]) -> dict[int, list[dict[str, Any]]]:
-    grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    if not training_ids:
-        return grouped
-    columns = [getattr(EpochMetric, name) for name in EPOCH_FIELDS]
-    query = (
-        select(EpochMetric.training_id, *columns)
-        .where(EpochMetric.training_id.in_(training_ids))
-        .order_by(EpochMetric.training_id, EpochMetric.epoch)
+    return _grouped(
+        db, EpochMetric, EpochMetric.training_id, EPOCH_FIELDS, training_ids, EpochMetric.epoch
     )
-    for row in db.execute(query):
-        grouped[row[0]].append(dict(zip(EPOCH_FIELDS, row[1:], strict=True)))
-    return grouped
 
 
 def _mark_front(runs: list[ChartRun]) -> None:

@@ -47,6 +47,12 @@ class Settings(BaseSettings):
     )
     login_window_seconds: int = Field(900, ge=1, description="window of the login rate limit")
     max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body accepted")
+    read_cache_entries: int = Field(
+        256,
+        ge=0,
+        description="answers of GET /runs kept per API process, each valid for one database "
+        "snapshot (PostgreSQL only; 0 turns the cache off)",
+    )
     max_active_runs_per_user: int = Field(
         10_000, ge=1, description="queued plus running runs one user may have at a time"
     )

@@ -9,6 +9,7 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
 from backend.api.limits import BodySizeLimit
+from backend.api.snapshot_cache import SnapshotCache
 from backend.auth.redact import redact_access_log, validation_error_handler
 from backend.queue import make_celery
 from backend.reconcile import reconciler_lifespan
@@ -61,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.celery = make_celery(settings, name="orrery-api")
+    app.state.read_cache = SnapshotCache(settings.read_cache_entries)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()

@@ -1,4 +1,8 @@
-"""Request-scoped dependencies: settings and a database session."""
+"""Request-scoped dependencies: settings and a database session.
+
+Those doing no I/O are `async def`: FastAPI calls them on the event loop instead of handing
+each to a worker thread.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +17,11 @@ from backend.db.session import session_factory
 from backend.settings import Settings
 
 
-def get_settings_dep(request: Request) -> Settings:
+async def get_settings_dep(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_celery(request: Request) -> Celery:
+async def get_celery(request: Request) -> Celery:
     """The API's sender: same broker and serializer as the worker, no task code."""
     return request.app.state.celery
 

@@ -139,7 +139,7 @@ def _range_clause(item: str) -> Any:
     return and_(*clauses) if clauses else and_(True)
 
 
-def run_filters(
+async def run_filters(
     experiment_id: Annotated[list[int], Query(description="only these experiments")] = [],  # noqa: B006
     technique: Annotated[list[str], Query(description="e.g. mercury, mercury+sparsetrain")] = [],  # noqa: B006
     model: Annotated[list[str], Query(description="model names")] = [],  # noqa: B006
@@ -157,6 +157,7 @@ def run_filters(
     ] = [],  # noqa: B006
     sort: Annotated[str, Query(description="comma-separated columns, '-' for descending")] = "-id",
 ) -> RunFilters:
+    # async, doing no I/O: FastAPI then calls it on the event loop, not through a thread hop
     return RunFilters(
         experiment_id,
         technique,

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import case, func, select
-from sqlalchemy.orm import aliased, defer, selectinload
+from sqlalchemy.orm import aliased, selectinload
 
 from backend.analysis.pareto import front_2d, front_3d
 from backend.api.deps import DbSession
@@ -25,35 +25,48 @@ router = APIRouter(prefix="/runs", tags=["runs"])
 Filters = Annotated[RunFilters, Depends(run_filters)]
 
 
+RUN_OUT_COLUMNS = [Run.__table__.c[name] for name in RunOut.model_fields]
+
+
 @router.get("", response_model=Page[RunOut])
 def list_runs(
+    request: Request,
     db: DbSession,
     user: CurrentUser,
     filters: Filters,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
-) -> Page[RunOut]:
+) -> Response:
     """Runs you can see, filtered, sorted and paginated; `total` counts every page."""
-    total = db.scalar(filtered_runs(db, user, filters, func.count(Run.id))) or 0
-    # Sort and page narrow rows (ids), then load only the page's wide rows: the database then
-    # never drags every run's JSON columns through the sort.
-    page_ids = list(
-        db.scalars(
-            filtered_runs(db, user, filters, Run.id)
-            .order_by(*filters.order_by())
-            .limit(limit)
-            .offset(offset)
+    order = filters.order_by()  # a bad sort is refused before anything runs
+
+    cache = request.app.state.read_cache
+    query = tuple(request.query_params.multi_items())
+    matching = tuple(item for item in query if item[0] not in ("limit", "offset"))
+
+    def count() -> int:
+        return db.scalar(filtered_runs(db, user, filters, func.count(Run.id))) or 0
+
+    def page() -> bytes:
+        total = cache.answer(db, ("runs.count", matching, user.id), count)
+        # Sort and page narrow rows (ids), then load only the page's rows: the database then
+        # never drags every run's JSON columns through the sort.
+        page_ids = list(
+            db.scalars(
+                filtered_runs(db, user, filters, Run.id)
+                .order_by(*order)
+                .limit(limit)
+                .offset(offset)
+            )
         )
-    )
-    wide = (Run.technique_params, Run.training_config, Run.accelerator_config, Run.summary)
-    page = select(Run).where(Run.id.in_(page_ids)).options(*(defer(column) for column in wide))
-    by_id = {run.id: run for run in db.scalars(page)}
-    return Page(
-        total=total,
-        limit=limit,
-        offset=offset,
-        items=[RunOut.model_validate(by_id[run_id]) for run_id in page_ids],
-    )
+        rows = db.execute(select(*RUN_OUT_COLUMNS).where(Run.id.in_(page_ids))).mappings()
+        by_id = {row["id"]: row for row in rows}
+        items = [RunOut.model_validate(by_id[run_id]) for run_id in page_ids]
+        answer = Page[RunOut](total=total, limit=limit, offset=offset, items=items)
+        return answer.model_dump_json().encode()
+
+    body = cache.answer(db, ("runs.page", query, user.id), page)
+    return Response(body, media_type="application/json")
 
 
 @router.get("/compare", response_model=list[Comparison])

@@ -13,14 +13,10 @@ from sqlalchemy.orm import Session
 
 from backend.auth.secrets import digest, new_secret
 from backend.db.models import User, UserSession
+from backend.db.times import as_utc
 from backend.settings import Settings
 
 SESSION_COOKIE = "orrery_session"
-
-
-def _aware(moment: datetime) -> datetime:
-    # SQLite hands datetimes back without their zone; every stored time is UTC.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def start_session(db: Session, user: User, days: int) -> str:
@@ -42,7 +38,7 @@ def user_for_session(db: Session, secret: str) -> User | None:
             UserSession.token_hash == digest(secret), UserSession.revoked_at.is_(None)
         )
     )
-    if row is None or _aware(row.expires_at) <= datetime.now(UTC):
+    if row is None or as_utc(row.expires_at) <= datetime.now(UTC):
         return None
     user = db.get(User, row.user_id)
     return user if user is not None and user.is_active else None

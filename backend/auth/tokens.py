@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.auth.secrets import API_TOKEN_PREFIX, digest, new_secret
 from backend.db.models import ApiToken, User
+from backend.db.times import as_utc
 
 DISPLAY_PREFIX_LENGTH = len(API_TOKEN_PREFIX) + 4
+# A token's last use is recorded to the minute: a write on every request would cost a commit
+# each and would end every read's database snapshot (see api/snapshot_cache.py).
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def create_token(db: Session, user: User, name: str) -> tuple[ApiToken, str]:
@@ -36,8 +40,11 @@ def user_for_token(db: Session, secret: str) -> User | None:
     user = db.get(User, row.user_id)
     if user is None or not user.is_active:
         return None
-    row.last_used_at = datetime.now(UTC)
-    db.commit()
+    now = datetime.now(UTC)
+    last_used = row.last_used_at
+    if last_used is None or now - as_utc(last_used) >= LAST_USED_RESOLUTION:
+        row.last_used_at = now
+        db.commit()
     return user
 
 

@@ -28,6 +28,7 @@ from backend.specs.training import SparseTrainParams
 from worker.sim.workload import TrainingPass
 from worker.training.layers import GemmLayer
 from worker.training.recorder import MEASURE_EVERY
+from worker.training.sparsity import count, nonzero_mask
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
 
@@ -40,18 +41,33 @@ def pruning_threshold(grad: Tensor, prune_rate: float) -> float:
     return float(grad.abs().mean()) * _sigma_to_tau(prune_rate)
 
 
+UNIFORM_BITS = 24  # as NumPy's float32 uniforms: u = (top 24 bits of a 32-bit word) / 2^24
+
+
+def uniform_draws(rng: np.random.Generator, size: int) -> Tensor:
+    """`size` integers j uniform on [0, 2^24), i.e. u = j / 2^24 on the grid of float32
+    uniforms; from raw generator words, several times faster than NumPy's float path."""
+    words = rng.bit_generator.random_raw((size + 1) // 2).view(np.uint32)[:size]
+    np.right_shift(words, 32 - UNIFORM_BITS, out=words)
+    return torch.from_numpy(words.view(np.int32))
+
+
 def stochastic_prune(grad: Tensor, prune_rate: float, rng: np.random.Generator) -> Tensor:
     """The pruned gradient: |g| >= tau unchanged, else tau*sign(g) with probability |g|/tau.
 
     One expression covers both cases: keep where u*tau < |g| (always true when |g| >= tau, as
-    u < 1), and a kept value is sign(g)*max(|g|, tau). The uniforms come from NumPy because
-    its generator is several times faster than torch's CPU one, the dominant cost here.
+    u < 1), and a kept value is sign(g)*max(|g|, tau). With u = j / 2^24 the test is
+    j < |g| * 2^24 / tau, compared in float (j converts exactly) and written as a float 0/1
+    mask: bool tensors are several times slower on CPU.
     """
     magnitude = grad.abs()
-    tau = magnitude.mean() * _sigma_to_tau(prune_rate)
-    uniform = torch.from_numpy(rng.random(grad.shape, dtype=np.float32)).to(grad.dtype)
-    dropped = uniform.mul_(tau) >= magnitude
-    return magnitude.clamp_min_(tau).copysign_(grad).masked_fill_(dropped, 0.0)
+    tau = float(magnitude.mean()) * _sigma_to_tau(prune_rate)
+    if not tau > 0:  # p = 0 or an all-zero gradient: nothing to prune
+        return grad
+    draws = uniform_draws(rng, grad.numel()).reshape(grad.shape)
+    scaled = magnitude.mul(2**UNIFORM_BITS / tau)
+    keep = torch.gt(scaled, draws, out=scaled)  # not gt_: mixed dtypes in place are slow
+    return magnitude.clamp_min_(tau).mul_(keep).copysign_(grad)
 
 
 @dataclass
@@ -79,7 +95,7 @@ class SparseTrain(Technique):
         self.pruned_elements: dict[str, int] = {}  # every batch, for the workload overheads
 
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
-        self.rng = np.random.default_rng(seed + 2)
+        self.rng = np.random.Generator(np.random.SFC64(seed + 2))  # NumPy's fastest raw words
 
     def start_batch(self, step: Step) -> None:
         if step.index % MEASURE_EVERY == 0:
@@ -96,9 +112,10 @@ class SparseTrain(Technique):
 
     def _measure(self, name: str, grad: Tensor, pruned: Tensor) -> None:
         with torch.no_grad():
-            natural = (grad != 0).sum()
-            kept = (pruned != 0).sum()
-            below = (grad.abs() < pruning_threshold(grad, self.params.prune_rate)).sum()
+            natural = count(nonzero_mask(grad))
+            kept = count(nonzero_mask(pruned))
+            tau = pruning_threshold(grad, self.params.prune_rate)
+            below = count(torch.lt(grad.abs(), tau, out=torch.empty_like(grad)))
         for counts in (self.epoch, self.measured):
             entry = counts.setdefault(name, _LayerCounts())
             entry.elements += grad.numel()

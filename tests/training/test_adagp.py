@@ -65,7 +65,12 @@ def test_features_match_per_channel_reductions() -> None:
     per_channel = y.transpose(0, 1).reshape(3, -1)
     assert torch.allclose(features[:, 0], per_channel.mean(1), atol=1e-6)
     assert torch.allclose(features[:, 1], per_channel.std(1, unbiased=False), atol=1e-5)
+    assert torch.allclose(features[:, 2], per_channel.abs().mean(1), atol=1e-6)
     assert torch.allclose(features[:, 3], (per_channel > 0).float().mean(1))
+    rows = torch.randn(5, 7, 12)  # a linear layer's (batch, tokens, units) output
+    flat = rows.reshape(-1, 12).T
+    expected = [flat.mean(1), flat.std(1, unbiased=False), flat.abs().mean(1)]
+    assert torch.allclose(channel_features(rows)[:, :3], torch.stack(expected, 1), atol=1e-5)
     pooled = torch.nn.functional.adaptive_avg_pool2d(y, 4).mean(0).reshape(3, -1)
     assert torch.allclose(features[:, 4:], pooled, atol=1e-6)
 

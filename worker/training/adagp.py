@@ -21,8 +21,8 @@ output features to that channel's filter gradient (C*R*S values), for all K chan
   forced GP batch per cycle cost LeNet-5 on digits 14 accuracy points; BP batches keep training
   the predictors and measuring the cosine, and GP resumes once the cosine exceeds cos_high.
 - Features are per-channel reductions of the output (mean, std, mean |y|, fraction positive,
-  batch-mean map pooled to 4 x 4), computed without copying the output: their cost must stay
-  small next to the layer's own GEMM.
+  batch-mean map pooled to 4 x 4), computed with one output-sized temporary and reductions
+  over contiguous dimensions: their cost must stay small next to the layer's own GEMM.
 """
 
 from __future__ import annotations
@@ -46,18 +46,33 @@ LOSS_RISE_TOLERANCE = 0.1  # a BP loss this much above its running mean counts a
 
 def channel_features(y: Tensor) -> Tensor:
     """(K, FEATURES): per output channel, mean, std, mean |y|, fraction positive and (conv) the
-    batch-mean output map pooled to 4 x 4."""
-    channels = y.shape[1] if y.dim() == 4 else y.shape[-1]
+    batch-mean output map pooled to 4 x 4.
+
+    One temporary (relu(y)) and a few reductions: variance = E[y^2] - E[y]^2, mean |y| =
+    2 E[relu(y)] - E[y], and positives counted as the sum of sign(relu(y)). On (B, K, H, W)
+    the contiguous H, W are reduced first; torch's var_mean and bool sums over (0, 2, 3) cost
+    several times the layer's own convolution.
+    """
     if y.dim() == 4:
+        channels = y.shape[1]
         dims: tuple[int, ...] = (0, 2, 3)
-        pooled = F.adaptive_avg_pool2d(y.mean(0), POOLED_GRID).reshape(channels, -1)
+        batch_mean = y.mean(0)
+        pooled = F.adaptive_avg_pool2d(batch_mean, POOLED_GRID).reshape(channels, -1)
+        mean = batch_mean.mean((1, 2))
+        square_sum = torch.linalg.vector_norm(y, 2, (2, 3)).square_().sum(0)
     else:
+        channels = y.shape[-1]
         y = y.reshape(-1, channels)
         dims = (0,)
+        mean = y.mean(0)
+        square_sum = y.square().sum(0)
         pooled = y.new_zeros(channels, POOLED_GRID * POOLED_GRID)
-    variance, mean = torch.var_mean(y, dims, correction=0)
-    positive = (y > 0).sum(dims, dtype=y.dtype) * (channels / y.numel())
-    stats = torch.stack([mean, variance.sqrt(), y.abs().mean(dims), positive], 1)
+    per_channel = y.numel() / channels
+    variance = (square_sum / per_channel - mean.square()).clamp_min_(0.0)
+    positive_part = y.relu()
+    mean_abs = positive_part.sum(dims).mul_(2 / per_channel).sub_(mean)
+    positive = positive_part.sign_().sum(dims).div_(per_channel)
+    stats = torch.stack([mean, variance.sqrt(), mean_abs, positive], 1)
     return torch.cat([stats, pooled], 1)
 
 

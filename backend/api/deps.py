@@ -6,11 +6,12 @@ each to a worker thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from celery import Celery
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from backend.db.session import session_factory
@@ -26,12 +27,14 @@ async def get_celery(request: Request) -> Celery:
     return request.app.state.celery
 
 
-def get_db(request: Request) -> Iterator[Session]:
+async def get_db(request: Request) -> AsyncIterator[Session]:
+    # Opening a session does no I/O (it connects on first use); closing one may (it rolls back
+    # and returns its connection), so that runs on a worker thread.
     session = session_factory(request.app.state.settings.effective_database_url)()
     try:
         yield session
     finally:
-        session.close()
+        await run_in_threadpool(session.close)
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]

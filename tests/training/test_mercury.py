@@ -37,6 +37,28 @@ def test_mcache_equals_reference_on_random_signatures(cache: CacheModel) -> None
         assert np.array_equal(owners(signatures, cache), reference_owners(signatures, cache))
 
 
+@pytest.mark.parametrize(
+    "cache",
+    [*CACHES, CacheModel("direct", 1), CacheModel("set-associative", 32, 16)],
+    ids=lambda c: f"{c.kind}-{c.entries}-{c.ways}",
+)
+def test_mcache_equals_reference_on_hard_streams(cache: CacheModel) -> None:
+    """Few signatures (long windows with many repeats), runs, and full 64-bit signatures
+    (negative as int64): every way the fast model could cut a corner."""
+    rng = np.random.default_rng(cache.entries + cache.ways)
+    for trial in range(60):
+        count = int(rng.integers(1, 3000))
+        if trial % 3 == 0:
+            signatures = rng.integers(0, int(rng.integers(1, 12)), size=count) * 7
+        elif trial % 3 == 1:
+            pool = rng.integers(-(2**63), 2**63 - 1, size=int(rng.integers(1, 50)), dtype=np.int64)
+            signatures = pool[rng.integers(0, len(pool), size=count)]
+        else:
+            signatures = np.repeat(rng.integers(0, 40, count), rng.integers(1, 6, count))[:count]
+        signatures = signatures.astype(np.int64)
+        assert np.array_equal(owners(signatures, cache), reference_owners(signatures, cache))
+
+
 def test_reference_lru_by_hand() -> None:
     # one set of two ways: 3 4 3(hit) 5(evicts 4) 4(miss, evicts 3) 3(miss)
     signatures = np.array([3, 4, 3, 5, 4, 3])

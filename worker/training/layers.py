@@ -13,6 +13,7 @@ raster order), one per input vector of a linear layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 import torch
@@ -28,6 +29,11 @@ class ReuseMap:
     owner: Tensor
     fold_weight_grad: bool
 
+    @cached_property
+    def hits(self) -> int:
+        """How many rows receive another row's output."""
+        return int((self.owner != torch.arange(len(self.owner))).sum())
+
 
 class LayerHooks(Protocol):
     def reuse_map(self, layer: GemmLayer, x: Tensor) -> ReuseMap | None: ...
@@ -36,21 +42,31 @@ class LayerHooks(Protocol):
     def matmul_forward(self, site: MatMulSite, a: Tensor, b: Tensor) -> None: ...
 
 
-def conv_rows(y: Tensor) -> Tensor:
-    """(B, K, H, W) -> (B*H*W, K): one row per output pixel."""
-    return y.permute(0, 2, 3, 1).reshape(-1, y.shape[1])
+# A conv's rows are handled channel-major, (K, B*H*W): per channel one long contiguous run of
+# rows, which index_select / index_add_ walk far faster than B*H*W short rows of K values.
+def conv_columns(y: Tensor) -> Tensor:
+    """(B, K, H, W) -> (K, B*H*W): column i is output row i."""
+    return y.transpose(0, 1).reshape(y.shape[1], -1)
 
 
-def conv_unrows(rows: Tensor, shape: torch.Size) -> Tensor:
+def conv_uncolumns(columns: Tensor, shape: torch.Size) -> Tensor:
     batch, channels, height, width = shape
-    return rows.reshape(batch, height, width, channels).permute(0, 3, 1, 2).contiguous()
+    return columns.view(channels, batch, height, width).transpose(0, 1).contiguous()
 
 
-def fold_rows(rows: Tensor, owner: Tensor) -> Tensor:
-    """Sum each group's rows onto its owner row; other rows become zero."""
-    # index_add_ along the long dimension is far faster than per-row adds of short rows
-    columns = torch.zeros(rows.shape[1], rows.shape[0], dtype=rows.dtype)
-    return columns.index_add_(1, owner, rows.T).T
+def fold_columns(columns: Tensor, owner: Tensor) -> Tensor:
+    """Sum each group's columns onto its owner column; other columns become zero."""
+    return torch.zeros_like(columns).index_add_(1, owner, columns)
+
+
+def _conv_backward(grad: Tensor, x: Tensor, weight: Tensor, conv: nn.Conv2d, needs_x: bool,
+                   needs_w: bool) -> tuple[Tensor | None, Tensor | None]:  # fmt: skip
+    """BWD-DATA and BWD-WEIGHT of a conv from one output gradient, in one call."""
+    grad_x, grad_w, _ = torch.ops.aten.convolution_backward(
+        grad, x, weight, None, conv.stride, conv.padding, conv.dilation, False, [0, 0],
+        conv.groups, (needs_x, needs_w, False),
+    )  # fmt: skip
+    return grad_x, grad_w
 
 
 class _ReusedConv2d(torch.autograd.Function):
@@ -61,56 +77,57 @@ class _ReusedConv2d(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, owner: Tensor,
-                fold: bool, conv: nn.Conv2d) -> Tensor:  # fmt: skip
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, reuse: ReuseMap,
+                conv: nn.Conv2d) -> Tensor:  # fmt: skip
         y = F.conv2d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups)
-        ctx.save_for_backward(x, weight, owner)
-        ctx.conv, ctx.fold, ctx.has_bias = conv, fold, bias is not None
-        return conv_unrows(conv_rows(y)[owner], y.shape)
+        if reuse.hits:
+            y = conv_uncolumns(conv_columns(y).index_select(1, reuse.owner), y.shape)
+        ctx.save_for_backward(x, weight)
+        ctx.conv, ctx.has_bias, ctx.owner = conv, bias is not None, reuse.owner
+        ctx.fold = reuse.fold_weight_grad and reuse.hits > 0
+        return y
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        x, weight, owner = ctx.saved_tensors
-        conv: nn.Conv2d = ctx.conv
-        args = (conv.stride, conv.padding, conv.dilation, conv.groups)
-        grad_x = grad_w = grad_b = None
-        if ctx.needs_input_grad[0]:
-            grad_x = torch.nn.grad.conv2d_input(x.shape, weight, grad, *args)
-        if ctx.needs_input_grad[1]:
-            grad_for_w = grad
-            if ctx.fold:
-                grad_for_w = conv_unrows(fold_rows(conv_rows(grad), owner), grad.shape)
-            grad_w = torch.nn.grad.conv2d_weight(x, weight.shape, grad_for_w, *args)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_b = grad.sum((0, 2, 3))
-        return grad_x, grad_w, grad_b, None, None, None
+        x, weight = ctx.saved_tensors
+        needs_x, needs_w, needs_b = ctx.needs_input_grad[:3]
+        fold = ctx.fold and needs_w
+        grad_x, grad_w = _conv_backward(grad, x, weight, ctx.conv, needs_x, needs_w and not fold)
+        if fold:
+            folded = conv_uncolumns(fold_columns(conv_columns(grad), ctx.owner), grad.shape)
+            _, grad_w = _conv_backward(folded, x, weight, ctx.conv, False, True)
+        grad_b = grad.sum((0, 2, 3)) if ctx.has_bias and needs_b else None
+        return grad_x, grad_w, grad_b, None, None
 
 
 class _ReusedLinear(torch.autograd.Function):
     """Linear layer whose output rows may be copies of other rows' outputs (see above)."""
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, owner: Tensor,
-                fold: bool) -> Tensor:  # fmt: skip
+    def forward(ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None,
+                reuse: ReuseMap) -> Tensor:  # fmt: skip
         rows = x.reshape(-1, x.shape[-1])
-        y = F.linear(rows, weight, bias)[owner]
-        ctx.save_for_backward(rows, weight, owner)
-        ctx.fold, ctx.has_bias, ctx.in_shape = fold, bias is not None, x.shape
+        y = F.linear(rows, weight, bias)
+        if reuse.hits:
+            y = y.index_select(0, reuse.owner)
+        ctx.save_for_backward(rows, weight)
+        ctx.has_bias, ctx.in_shape, ctx.owner = bias is not None, x.shape, reuse.owner
+        ctx.fold = reuse.fold_weight_grad and reuse.hits > 0
         return y.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        rows, weight, owner = ctx.saved_tensors
+        rows, weight = ctx.saved_tensors
         grad_rows = grad.reshape(-1, grad.shape[-1])
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_x = (grad_rows @ weight).reshape(ctx.in_shape)
         if ctx.needs_input_grad[1]:
-            folded = fold_rows(grad_rows, owner) if ctx.fold else grad_rows
-            grad_w = folded.T @ rows
+            folded = fold_columns(grad_rows.T, ctx.owner) if ctx.fold else grad_rows.T
+            grad_w = folded @ rows
         if ctx.has_bias and ctx.needs_input_grad[2]:
             grad_b = grad_rows.sum(0)
-        return grad_x, grad_w, grad_b, None, None
+        return grad_x, grad_w, grad_b, None
 
 
 class GemmLayer(nn.Module):
@@ -140,14 +157,9 @@ class GemmLayer(nn.Module):
         if reuse is None:
             y = self.inner(x)
         elif isinstance(self.inner, nn.Conv2d):
-            y = _ReusedConv2d.apply(
-                x, self.inner.weight, self.inner.bias, reuse.owner, reuse.fold_weight_grad,
-                self.inner,
-            )  # fmt: skip
+            y = _ReusedConv2d.apply(x, self.inner.weight, self.inner.bias, reuse, self.inner)
         else:
-            y = _ReusedLinear.apply(
-                x, self.inner.weight, self.inner.bias, reuse.owner, reuse.fold_weight_grad
-            )
+            y = _ReusedLinear.apply(x, self.inner.weight, self.inner.bias, reuse)
         if y.requires_grad:
             y.register_hook(lambda grad: hooks.output_grad(self, grad))
         hooks.after_forward(self, x, y)

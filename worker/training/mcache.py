@@ -59,9 +59,28 @@ def reference_owners(signatures: np.ndarray, cache: CacheModel) -> np.ndarray:
 def owners(signatures: np.ndarray, cache: CacheModel) -> np.ndarray:
     """owner[i]: the vector whose output vector i gets (i itself on a miss)."""
     if cache.kind == "unbounded":
-        _, first, inverse = np.unique(signatures, return_index=True, return_inverse=True)
-        return first[inverse.reshape(-1)]
+        order = grouping_order(signatures)
+        grouped = signatures[order]
+        starts = np.r_[True, grouped[1:] != grouped[:-1]]
+        result = np.empty(len(signatures), dtype=np.int64)
+        result[order] = order[np.flatnonzero(starts)][np.cumsum(starts) - 1]
+        return result
     return _set_associative_owners(signatures, cache.sets, cache.associativity)
+
+
+def grouping_order(keys: np.ndarray) -> np.ndarray:
+    """A permutation that makes equal keys adjacent, each run in index order (a stable sort,
+    though not necessarily by increasing key). NumPy radix-sorts 16-bit integers but timsorts
+    wider ones, so the int64 keys are sorted 16 bits at a time, least significant first."""
+    digits = np.ascontiguousarray(keys, dtype=np.int64).view(np.uint64)
+    top = int(digits.max()) if len(digits) else 0
+    order = np.argsort(digits.astype(np.uint16), kind="stable")
+    shift = 16
+    while top >> shift:
+        digit = (digits[order] >> np.uint64(shift)).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
+    return order
 
 
 def _set_associative_owners(signatures: np.ndarray, sets: int, ways: int) -> np.ndarray:
@@ -71,7 +90,7 @@ def _set_associative_owners(signatures: np.ndarray, sets: int, ways: int) -> np.
     signature's latest miss, the vector that put the entry in the cache."""
     count = len(signatures)
     set_of = np.mod(signatures, sets)
-    order = np.argsort(set_of, kind="stable")
+    order = grouping_order(set_of)
     sorted_sets, sorted_signatures = set_of[order], signatures[order]
     repeat = np.r_[
         False,
@@ -80,12 +99,12 @@ def _set_associative_owners(signatures: np.ndarray, sets: int, ways: int) -> np.
     heads = np.flatnonzero(~repeat)
     head_signatures = sorted_signatures[heads]
     # same signature implies same set, so a stable sort keeps each signature's accesses in order
-    by_signature = np.argsort(head_signatures, kind="stable")
+    by_signature = grouping_order(head_signatures)
     grouped = head_signatures[by_signature]
     same = np.r_[False, grouped[1:] == grouped[:-1]]
     previous = np.full(len(heads), -1, dtype=np.int64)
     previous[by_signature[same]] = by_signature[np.flatnonzero(same) - 1]
-    hit = _lru_hits(head_signatures, previous, ways)
+    hit = _lru_hits(previous, ways)
     latest_miss = np.maximum.accumulate(np.where(hit[by_signature], -1, np.arange(len(heads))))
     head_owners = np.empty(len(heads), dtype=np.int64)
     head_owners[by_signature] = order[heads][by_signature[latest_miss]]
@@ -95,30 +114,37 @@ def _set_associative_owners(signatures: np.ndarray, sets: int, ways: int) -> np.
     return result
 
 
-def _lru_hits(signatures: np.ndarray, previous: np.ndarray, ways: int) -> np.ndarray:
+def _lru_hits(previous: np.ndarray, ways: int) -> np.ndarray:
     """Hits of an access stream sorted by set (each set's accesses in time order), previous[i]
     the position of the same signature's previous access (-1: none).
 
     An LRU set holds the `ways` most recently used distinct signatures, so access i hits iff
-    fewer than `ways` distinct signatures came between previous[i] and i. The distinct ones in
-    a window [a, i) are the positions j there with previous[j] < a. Windows longer than
-    `horizon` are first checked on their last `horizon` accesses (>= ways distinct: a miss);
-    the few left are counted exactly."""
-    positions = np.arange(len(signatures))
-    gap = positions - previous - 1
-    hit = (previous >= 0) & (gap < ways)
-    pending = np.flatnonzero((previous >= 0) & (gap >= ways))
-    if len(pending) == 0:
-        return hit
-    horizon = max(32, 4 * ways)
-    length = np.minimum(gap[pending], horizon)
-    start = pending - length
-    offsets = np.arange(1, horizon + 1)
-    window = np.maximum(pending[:, None] - offsets, 0)
-    inside = offsets <= length[:, None]
-    distinct = (inside & (previous[window] < start[:, None])).sum(1)
-    hit[pending] = (distinct < ways) & (length == gap[pending])
-    for i in pending[(distinct < ways) & (length < gap[pending])].tolist():
-        between = signatures[previous[i] + 1 : i]
-        hit[i] = len(np.unique(between)) < ways
+    fewer than `ways` distinct signatures came between previous[i] and i. Those are counted by
+    their last accesses before i: the positions j in between whose next access is at i or
+    later. Each window is scanned backwards from i in blocks of doubling width (last accesses
+    come first, so most misses are settled by the first `ways` positions); an access leaves
+    the scan once `ways` distinct signatures are found (a miss) or its window is exhausted."""
+    count = len(previous)
+    gap = np.arange(count) - previous - 1  # window length
+    seen = previous >= 0
+    hit = seen & (gap < ways)
+    pending = np.flatnonzero(seen & (gap >= ways))
+    following = np.full(count + 1, count, dtype=np.int64)  # next access; none: count
+    following[previous[seen]] = np.flatnonzero(seen)
+    following[count] = -1  # position `count` stands for "outside the window": never counted
+    distinct = np.zeros(len(pending), dtype=np.int64)
+    scanned, width = 0, ways
+    while len(pending):
+        length = gap[pending]
+        offsets = np.arange(scanned + 1, scanned + width + 1)[:, None]
+        window = pending - offsets  # (width, accesses): reduced along the long axis
+        if scanned + width > length.min():
+            window[offsets > length] = count
+        distinct += np.count_nonzero(following[window] >= pending, axis=0)
+        scanned += width
+        width *= 2
+        miss, exhausted = distinct >= ways, length <= scanned
+        hit[pending[exhausted & ~miss]] = True
+        left = ~(miss | exhausted)
+        pending, distinct = pending[left], distinct[left]
     return hit

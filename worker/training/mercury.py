@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -74,14 +73,16 @@ class Mercury(Technique):
         if self.params.centre_inputs:
             state.projection.observe(x, self.params.centre_momentum)
         signatures = state.projection.signatures(x, self.bits).numpy()
-        owner = owners(signatures, self.cache)
-        hits = int((owner != np.arange(len(owner))).sum())
-        state.epoch_rows += len(owner)
+        reuse = ReuseMap(
+            torch.from_numpy(owners(signatures, self.cache)), self.params.backward_reuse
+        )
+        hits = reuse.hits
+        state.epoch_rows += len(signatures)
         state.epoch_hits += hits
         state.fwd_hits += hits
         state.signature_batches[self.bits] += 1
         self._batch_hits[layer.name] = hits
-        return ReuseMap(torch.from_numpy(owner), self.params.backward_reuse)
+        return reuse
 
     def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
         if backward_ran and self.params.backward_reuse:

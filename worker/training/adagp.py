@@ -85,16 +85,14 @@ class _Predictor:
     features: Tensor | None = None
     predicted: Tensor | None = None
     output_elements: int = 0
-    cosine_sum: Tensor | float = 0.0
-    cosine_count: int = 0
+    cosines: list[Tensor] = field(default_factory=list)  # per BP batch of this epoch
 
     def prediction(self, calibrated: bool) -> Tensor:
         """The predicted weight gradient for this batch's features (no autograd)."""
         assert self.features is not None and self.scale is not None
+        factor = self.scale * self.gain if calibrated and self.gain is not None else self.scale
         with torch.no_grad():
-            guess = self.network(self.features) * self.scale
-            if calibrated and self.gain is not None:
-                guess *= self.gain
+            guess = self.network(self.features).mul_(factor)
         return guess.reshape(self.weight.shape)
 
 
@@ -104,11 +102,6 @@ class _Counts:
     gp: int = 0
     predictor_bp: int = 0  # BP batches on which the predictors trained
     cosines: list[float] = field(default_factory=list)
-
-
-def _products(guess: Tensor, true: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """<guess, true>, |guess|^2 and |true|^2."""
-    return (guess * true).sum(), guess.pow(2).sum(), true.pow(2).sum()
 
 
 def _blend(running: Tensor, new: Tensor) -> Tensor:
@@ -142,10 +135,11 @@ class AdaGP(Technique):
                 )
                 self.predictors[layer.name] = _Predictor(network, layer.weight)
         # Adam is element-wise, so one optimiser stepping every predictor on the sum of their
-        # losses equals one per predictor, with one backward and one step per batch.
+        # losses equals one per predictor, with one backward and one step per batch; fused, the
+        # step is one kernel over all predictors instead of a Python loop over their tensors.
         parameters = [p for pr in self.predictors.values() for p in pr.network.parameters()]
         if parameters:
-            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr)
+            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr, fused=True)
 
     def start_batch(self, step: Step) -> None:
         if step.epoch < self.params.warmup_epochs:
@@ -190,37 +184,59 @@ class AdaGP(Technique):
     def _train_predictors(self) -> float | None:
         """One Adam step per predictor on this batch's true gradients; the cosine similarity
         of all predicted (before the step) and true weight gradients."""
-        dot = predicted_norm = true_norm = torch.zeros(())
+        trained: list[_Predictor] = []
         losses: list[Tensor] = []
+        products: list[Tensor] = []  # per predictor: <guess, target>, |guess|^2, |true|^2
         for predictor in self.predictors.values():
-            true = predictor.weight.grad
-            if true is None or predictor.features is None:
+            grad = predictor.weight.grad
+            if grad is None or predictor.features is None:
                 continue
-            true = true.reshape(true.shape[0], -1)
-            rms = true.pow(2).mean().sqrt()
+            true = grad.reshape(grad.shape[0], -1)
+            true_squares = torch.vdot(grad.reshape(-1), grad.reshape(-1))
             if predictor.scale is None:
+                rms = (true_squares / grad.numel()).sqrt()
                 predictor.scale = torch.where(rms > 0, rms, 1.0)
             guess = predictor.network(predictor.features)
             target = true / predictor.scale
-            with torch.no_grad():
-                layer_dot, layer_guess, layer_true = _products(guess, target)
-                dot = dot + layer_dot
-                predicted_norm = predicted_norm + layer_guess
-                true_norm = true_norm + layer_true
-                predictor.cosine_sum = predictor.cosine_sum + layer_dot / (
-                    (layer_guess * layer_true).sqrt() + 1e-30
-                )
-                predictor.cosine_count += 1
-                gain = (layer_dot / (layer_guess + 1e-30)).clamp_min(0.0)
-                predictor.gain = gain if predictor.gain is None else _blend(predictor.gain, gain)
             losses.append(F.mse_loss(guess, target))
-            predictor.scale = _blend(predictor.scale, rms)
+            flat_guess = guess.detach().reshape(-1)
+            products += [
+                torch.vdot(flat_guess, target.reshape(-1)),
+                torch.vdot(flat_guess, flat_guess),
+                true_squares,
+            ]
+            trained.append(predictor)
         if not losses or self.optimizer is None:
             return None
         self.optimizer.zero_grad(set_to_none=True)
         torch.stack(losses).sum().backward()
         self.optimizer.step()
-        return float(dot / (predicted_norm * true_norm).sqrt().clamp_min(1e-30))
+        with torch.no_grad():
+            return self._update_running(trained, *torch.stack(products).reshape(-1, 3).unbind(1))
+
+    @staticmethod
+    def _update_running(
+        trained: list[_Predictor], dots: Tensor, guess_squares: Tensor, true_squares: Tensor
+    ) -> float:
+        """Cosines, gains and RMS scales of all trained predictors at once (vectors with one
+        entry per predictor); returns the overall cosine."""
+        scales = torch.stack([p.scale for p in trained if p.scale is not None])
+        target_squares = true_squares / scales.square()
+        cosines = dots / ((guess_squares * target_squares).sqrt() + 1e-30)
+        gains = (dots / (guess_squares + 1e-30)).clamp_min_(0.0)
+        known = [p.gain is not None for p in trained]
+        if any(known):  # a predictor's first gain is its first measurement
+            pairs = zip(trained, gains, strict=True)
+            previous = torch.stack([g if p.gain is None else p.gain for p, g in pairs])
+            gains = torch.where(torch.tensor(known), _blend(previous, gains), gains)
+        sizes = torch.tensor([p.weight.numel() for p in trained], dtype=scales.dtype)
+        scales = _blend(scales, (true_squares / sizes).sqrt())
+        columns = (scales.unbind(), gains.unbind(), cosines.unbind())
+        for predictor, scale, gain, cosine in zip(trained, *columns, strict=True):
+            predictor.scale, predictor.gain = scale, gain
+            predictor.cosines.append(cosine)
+        norms = (guess_squares.sum() * target_squares.sum()).sqrt()
+        return float(dots.sum() / norms.clamp_min(1e-30))
 
     def _adapt(self, cosine: float, loss: float) -> None:
         rising = self.loss_mean is not None and loss > self.loss_mean * (1 + LOSS_RISE_TOLERANCE)
@@ -237,9 +253,9 @@ class AdaGP(Technique):
             scalars["cosine_similarity"] = sum(counts.cosines) / len(counts.cosines)
         per_layer: dict[str, dict[str, float]] = {}
         for name, predictor in self.predictors.items():
-            if predictor.cosine_count:
-                per_layer[name] = {"cosine": float(predictor.cosine_sum) / predictor.cosine_count}
-            predictor.cosine_sum, predictor.cosine_count = 0.0, 0
+            if predictor.cosines:
+                per_layer[name] = {"cosine": float(torch.stack(predictor.cosines).mean())}
+            predictor.cosines = []
         return EpochFigures(scalars, per_layer)
 
     def annotate_workload(self, ops: WorkloadOps) -> None:

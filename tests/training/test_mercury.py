@@ -45,6 +45,7 @@ def test_mcache_equals_reference_on_random_signatures(cache: CacheModel) -> None
 def test_mcache_equals_reference_on_hard_streams(cache: CacheModel) -> None:
     """Few signatures (long windows with many repeats), runs, and full 64-bit signatures
     (negative as int64): every way the fast model could cut a corner."""
+    assert len(owners(np.empty(0, dtype=np.int64), cache)) == 0
     rng = np.random.default_rng(cache.entries + cache.ways)
     for trial in range(60):
         count = int(rng.integers(1, 3000))

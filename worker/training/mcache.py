@@ -60,8 +60,7 @@ def owners(signatures: np.ndarray, cache: CacheModel) -> np.ndarray:
     """owner[i]: the vector whose output vector i gets (i itself on a miss)."""
     if cache.kind == "unbounded":
         order = grouping_order(signatures)
-        grouped = signatures[order]
-        starts = np.r_[True, grouped[1:] != grouped[:-1]]
+        starts = _run_starts(signatures[order])
         result = np.empty(len(signatures), dtype=np.int64)
         result[order] = order[np.flatnonzero(starts)][np.cumsum(starts) - 1]
         return result
@@ -70,11 +69,11 @@ def owners(signatures: np.ndarray, cache: CacheModel) -> np.ndarray:
 
 def grouping_order(keys: np.ndarray) -> np.ndarray:
     """A permutation that makes equal keys adjacent, each run in index order (a stable sort,
-    though not necessarily by increasing key). NumPy radix-sorts 16-bit integers but timsorts
-    wider ones, so the int64 keys are sorted 16 bits at a time, least significant first."""
+    though not necessarily by increasing key). NumPy radix-sorts 8- and 16-bit integers but
+    timsorts wider ones, so the int64 keys are sorted 16 bits at a time, least significant first."""
     digits = np.ascontiguousarray(keys, dtype=np.int64).view(np.uint64)
     top = int(digits.max()) if len(digits) else 0
-    order = np.argsort(digits.astype(np.uint16), kind="stable")
+    order = np.argsort(digits.astype(np.uint8 if top < 256 else np.uint16), kind="stable")
     shift = 16
     while top >> shift:
         digit = (digits[order] >> np.uint64(shift)).astype(np.uint16)
@@ -83,34 +82,38 @@ def grouping_order(keys: np.ndarray) -> np.ndarray:
     return order
 
 
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Whether each value differs from the one before it (the first always does)."""
+    starts = np.empty(len(values), dtype=bool)
+    starts[:1] = True
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    return starts
+
+
 def _set_associative_owners(signatures: np.ndarray, sets: int, ways: int) -> np.ndarray:
-    """Group the accesses by set (sets are independent), fold away every access equal to its
-    set's previous one (a hit on the most recently used entry, which changes nothing), and decide
-    the rest by LRU's stack property (see `_lru_hits`); a hit reuses the output of its
-    signature's latest miss, the vector that put the entry in the cache."""
-    count = len(signatures)
-    set_of = np.mod(signatures, sets)
-    order = grouping_order(set_of)
-    sorted_sets, sorted_signatures = set_of[order], signatures[order]
-    repeat = np.r_[
-        False,
-        (sorted_sets[1:] == sorted_sets[:-1]) & (sorted_signatures[1:] == sorted_signatures[:-1]),
-    ]
-    heads = np.flatnonzero(~repeat)
-    head_signatures = sorted_signatures[heads]
-    # same signature implies same set, so a stable sort keeps each signature's accesses in order
+    """Stream the accesses set by set (sets are independent; each set's accesses in time order),
+    fold away every access equal to its set's previous one (a hit on the most recently used
+    entry, which changes nothing), and decide the rest by LRU's stack property (see
+    `_lru_hits`); a hit reuses the output of its signature's latest miss, the vector that put
+    the entry in the cache."""
+    order = grouping_order(np.mod(signatures, sets))
+    stream = signatures[order]  # equal signatures share a set: no need to compare sets
+    head = _run_starts(stream)
+    heads = np.flatnonzero(head)
+    head_signatures = stream[heads]
+    # a stable grouping keeps each signature's accesses in stream order
     by_signature = grouping_order(head_signatures)
     grouped = head_signatures[by_signature]
-    same = np.r_[False, grouped[1:] == grouped[:-1]]
+    repeated = np.flatnonzero(grouped[1:] == grouped[:-1]) + 1
     previous = np.full(len(heads), -1, dtype=np.int64)
-    previous[by_signature[same]] = by_signature[np.flatnonzero(same) - 1]
+    previous[by_signature[repeated]] = by_signature[repeated - 1]
     hit = _lru_hits(previous, ways)
+    # a signature's first access misses, so the running maximum stays within its group
     latest_miss = np.maximum.accumulate(np.where(hit[by_signature], -1, np.arange(len(heads))))
     head_owners = np.empty(len(heads), dtype=np.int64)
-    head_owners[by_signature] = order[heads][by_signature[latest_miss]]
-    head_of_access = np.cumsum(~repeat) - 1
-    result = np.empty(count, dtype=np.int64)
-    result[order] = head_owners[head_of_access]
+    head_owners[by_signature] = order[heads[by_signature[latest_miss]]]
+    result = np.empty(len(signatures), dtype=np.int64)
+    result[order] = head_owners[np.cumsum(head) - 1]
     return result
 
 

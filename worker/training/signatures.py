@@ -19,8 +19,8 @@ _CHUNK = 24
 
 
 def pack_bits(bits: Tensor, dim: int = -1) -> Tensor:
-    """Booleans with k <= 64 bits along `dim` -> int64 with bit i = index i along `dim` (that
-    dimension removed)."""
+    """Bits as 0.0 / 1.0 floats, k <= 64 of them along `dim` -> int64 with bit i = index i along
+    `dim` (that dimension removed)."""
     dim %= bits.ndim
     shape = bits.shape[:dim] + bits.shape[dim + 1 :]
     count = bits.shape[dim]
@@ -28,8 +28,8 @@ def pack_bits(bits: Tensor, dim: int = -1) -> Tensor:
     packed: Tensor | None = None
     for start in range(0, count, _CHUNK):
         width = min(_CHUNK, count - start)
-        powers = torch.exp2(torch.arange(width, dtype=torch.float32))
-        chunk = (powers @ grouped[:, start : start + width].to(torch.float32)).to(torch.int64)
+        powers = torch.exp2(torch.arange(width, dtype=bits.dtype))
+        chunk = (powers @ grouped[:, start : start + width]).to(torch.int64)
         packed = chunk if packed is None else packed | (chunk << start)
     assert packed is not None
     return packed.reshape(shape)
@@ -73,7 +73,8 @@ class RandomProjection:
 
     def signatures(self, x: Tensor, bits: int) -> Tensor:
         """The packed signature of every row of the layer's FWD GEMM, rows in GEMM order."""
-        return pack_bits(self._projected(x, bits) >= 0, dim=1).reshape(-1)
+        # the projections are a fresh tensor: compare in place, into 0.0 / 1.0
+        return pack_bits(self._projected(x, bits).ge_(0), dim=1).reshape(-1)
 
     def _projected(self, x: Tensor, bits: int) -> Tensor:
         """R (x - mu) with the bit index in dim 1: (B, bits, H, W) for a conv, (rows, bits)."""

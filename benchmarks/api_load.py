@@ -2,6 +2,7 @@
 
 Starts `orrery serve` (API only) on a free local port, stores N runs, then measures
 - submission throughput: POST /api/v1/experiments from concurrent clients;
+- for scale, the latency of GET /api/v1/auth/me (authentication and a small answer), then
 - latency of GET /api/v1/runs (pages, sorted, filtered) with C concurrent clients: first a mix
   of five queries asked again and again, as dashboards do (answered from the server's snapshot
   cache while nothing is written), then the same mix with every page new (computed each time).
@@ -181,6 +182,18 @@ def main() -> None:
         seed_runs(database_url, args.runs)
         total = httpx.get(f"{base}/api/v1/runs", params={"limit": 1}).json()["total"]
         print(f"stored runs: {total}")
+        # The floor of the stack on this machine: the same server, routing and authentication,
+        # and a two-query answer about the caller instead of a page of runs.
+        started = time.perf_counter()
+        floor = asyncio.run(
+            hammer(base, args.clients, args.requests, lambda i: ("GET", "/api/v1/auth/me", {}),
+                   time.monotonic() + args.max_seconds)
+        )  # fmt: skip
+        report(
+            f"GET /auth/me, for scale ({args.clients} clients)",
+            floor,
+            time.perf_counter() - started,
+        )
         latencies = get_runs(base, args, "repeated queries", lambda i: QUERIES[i % len(QUERIES)])
         target = percentile(latencies, 0.99) < 0.100
         print(f"target p99 < 100 ms at {args.clients} clients: {'met' if target else 'NOT met'}")

@@ -7,7 +7,12 @@ run at 4 batches per BP batch, the regime where GP steps dominate.
 
 Targets: mercury <= 2.0x, sparsetrain <= 1.3x, adagp <= 1.0x once GP steps dominate.
 
-    python benchmarks/train_overhead.py [--train-samples N] [--epochs E] [--only NAME ...]
+On a shared machine the load drifts between runs; --repeat R runs the baseline and every
+technique R times in alternation and reports the median epoch time and the median of each
+round's ratio to that round's baseline.
+
+    python benchmarks/train_overhead.py [--train-samples N] [--epochs E] [--repeat R]
+                                        [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ def main() -> None:
     parser.add_argument(
         "--only", nargs="+", choices=list(TECHNIQUES), help="time only these (and the baseline)"
     )
+    parser.add_argument("--repeat", type=int, default=1, help="alternating rounds per technique")
     args = parser.parse_args()
     cases = [
         TrainingConfig(model="lenet5", dataset="mnist", batch_size=64),
@@ -64,16 +70,18 @@ def main() -> None:
         )
         print(f"\n{config.model} on {config.dataset}: {args.train_samples} images, "
               f"batch {config.batch_size}, {config.epochs} epochs")  # fmt: skip
-        baseline, baseline_accuracy = epoch_seconds(config, "baseline")
+        names = [n for n in TECHNIQUES if not args.only or n == "baseline" or n in args.only]
+        seconds: dict[str, list[float]] = {name: [] for name in names}
+        accuracy: dict[str, float] = {}
+        for _ in range(args.repeat):
+            for name in names:
+                epoch, accuracy[name] = epoch_seconds(config, name)
+                seconds[name].append(epoch)
         print(f"  {'technique':<22}{'s/epoch':>9}{'ratio':>8}{'test acc':>10}")
-        for name in TECHNIQUES:
-            if args.only and name != "baseline" and name not in args.only:
-                continue
-            if name == "baseline":
-                seconds, accuracy = baseline, baseline_accuracy
-            else:
-                seconds, accuracy = epoch_seconds(config, name)
-            print(f"  {name:<22}{seconds:>9.3f}{seconds / baseline:>7.2f}x{accuracy:>10.3f}")
+        for name in names:
+            ratios = [t / b for t, b in zip(seconds[name], seconds["baseline"], strict=True)]
+            print(f"  {name:<22}{statistics.median(seconds[name]):>9.3f}"
+                  f"{statistics.median(ratios):>7.2f}x{accuracy[name]:>10.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

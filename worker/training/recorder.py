@@ -118,24 +118,25 @@ class WorkloadRecorder:
         with torch.no_grad():
             passes = record.passes
             inner = layer.inner
+            mask = sparsity.nonzero_mask(x)
             if isinstance(inner, nn.Conv2d):
-                passes[FWD].a.add(sparsity.conv_input_windows(x, inner))
-                passes[BWD_WEIGHT].b.add(sparsity.conv_input_columns(x, inner, y.shape))
+                passes[FWD].a.add(sparsity.conv_input_windows(mask, inner))
+                passes[BWD_WEIGHT].b.add(sparsity.conv_input_columns(mask, inner, y.shape))
             else:
-                passes[FWD].a.add(sparsity.linear_input_rows(x))
-                passes[BWD_WEIGHT].b.add(sparsity.linear_input_columns(x))
+                passes[FWD].a.add(sparsity.row_counts(mask))
+                passes[BWD_WEIGHT].b.add(sparsity.column_counts(mask))
             passes[FWD].b.add(sparsity.weight_per_output(layer.weight))
             passes[BWD_DATA].b.add(sparsity.weight_per_input(layer.weight))
-            record.epoch_nonzero["x"] += float((x != 0).sum())
+            record.epoch_nonzero["x"] += float(sparsity.count(mask))
             record.epoch_elements["x"] += x.numel()
 
     def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor:
         if self._measuring:
-            passes = self.layers[layer.name].passes
-            passes[BWD_DATA].a.add(sparsity.grad_rows(grad, layer.is_conv))
-            passes[BWD_WEIGHT].a.add(sparsity.grad_channels(grad, layer.is_conv))
             record = self.layers[layer.name]
-            record.epoch_nonzero["grad"] += float((grad != 0).sum())
+            mask = sparsity.nonzero_mask(grad)
+            record.passes[BWD_DATA].a.add(sparsity.grad_rows(mask, layer.is_conv))
+            record.passes[BWD_WEIGHT].a.add(sparsity.grad_channels(mask, layer.is_conv))
+            record.epoch_nonzero["grad"] += float(sparsity.count(mask))
             record.epoch_elements["grad"] += grad.numel()
         return grad
 

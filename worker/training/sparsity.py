@@ -1,6 +1,7 @@
 """Measure what a zero-skipping accelerator sees: densities and per-row / per-column non-zero
 counts of each pass's A and B, computed from the real tensors (never from im2col copies: a
 convolution of the non-zero mask with a ones kernel counts the non-zeros of every window).
+Each tensor's non-zero mask is computed once, as float 0/1, and shared by all its counts.
 
 Row/column orders follow gemm_shapes.py.
 """
@@ -39,75 +40,78 @@ class OperandCounts:
 
 
 def _counts(values: Tensor, length_of_vector: int) -> OperandCounts:
-    flat = values.reshape(-1).to(torch.int64)
-    total = int(flat.sum())
-    return OperandCounts(total / (flat.numel() * length_of_vector), flat.numpy().astype(np.uint32))
+    """`values`: whole-number counts (float) of one operand's vectors."""
+    counts = values.reshape(-1).numpy().astype(np.uint32)
+    total = int(counts.sum(dtype=np.uint64))
+    return OperandCounts(total / (counts.size * length_of_vector), counts)
 
 
 def _conv_args(conv: nn.Conv2d) -> tuple:
     return conv.stride, conv.padding, conv.dilation
 
 
-def conv_input_windows(x: Tensor, conv: nn.Conv2d) -> OperandCounts:
-    """FWD A = im2col(x): non-zeros of each window (m = B*P rows of k = C*R*S).
+def conv_input_windows(mask: Tensor, conv: nn.Conv2d) -> OperandCounts:
+    """FWD A = im2col(x), from x's non-zero mask: non-zeros of each window (m = B*P rows of
+    k = C*R*S).
 
     Counting is linear in the mask, so channels are summed first: one single-channel conv."""
-    per_pixel = (x != 0).sum(1, keepdim=True, dtype=torch.float32)
+    per_pixel = mask.sum(1, keepdim=True)
     ones = torch.ones(1, 1, *conv.weight.shape[2:])
     per_window = F.conv2d(per_pixel, ones, None, *_conv_args(conv))
-    return _counts(per_window.round(), conv.weight[0].numel())
+    return _counts(per_window.round_(), conv.weight[0].numel())
 
 
-def conv_input_columns(x: Tensor, conv: nn.Conv2d, y_shape: torch.Size) -> OperandCounts:
-    """BWD-WEIGHT B = im2col(x): non-zeros of each (c, r, s) column over all B*P windows.
+def conv_input_columns(mask: Tensor, conv: nn.Conv2d, y_shape: torch.Size) -> OperandCounts:
+    """BWD-WEIGHT B = im2col(x), from x's non-zero mask: non-zeros of each (c, r, s) column
+    over all B*P windows.
 
     Summed over the batch first (linear again), so the weight-gradient conv has batch 1."""
-    per_position = (x != 0).sum(0, keepdim=True, dtype=torch.float32)
+    per_position = mask.sum(0, keepdim=True)
     ones = torch.ones(1, 1, *y_shape[2:])
     shape = (1, *conv.weight.shape[1:])
     per_column = torch.nn.grad.conv2d_weight(per_position, shape, ones, *_conv_args(conv))
-    return _counts(per_column.round(), y_shape[0] * y_shape[2] * y_shape[3])
+    return _counts(per_column.round_(), y_shape[0] * y_shape[2] * y_shape[3])
 
 
-def linear_input_rows(x: Tensor) -> OperandCounts:
-    rows = x.reshape(-1, x.shape[-1]) != 0
+def row_counts(mask: Tensor) -> OperandCounts:
+    """Non-zeros of each row of a (..., n) mask read as rows of n: a linear layer's FWD A
+    (input vectors) or BWD-DATA A (output gradients)."""
+    rows = mask.reshape(-1, mask.shape[-1])
     return _counts(rows.sum(1), rows.shape[1])
 
 
-def linear_input_columns(x: Tensor) -> OperandCounts:
-    rows = x.reshape(-1, x.shape[-1]) != 0
+def column_counts(mask: Tensor) -> OperandCounts:
+    """Non-zeros of each column of a (..., n) mask read as rows of n: a linear layer's
+    BWD-WEIGHT B (inputs) or BWD-WEIGHT A (output gradients, transposed)."""
+    rows = mask.reshape(-1, mask.shape[-1])
     return _counts(rows.sum(0), rows.shape[0])
 
 
-def grad_rows(grad: Tensor, is_conv: bool) -> OperandCounts:
-    """BWD-DATA A = dy as (B*P x K): non-zeros of each output pixel's (or row's) gradient."""
-    mask = grad != 0
+def grad_rows(mask: Tensor, is_conv: bool) -> OperandCounts:
+    """BWD-DATA A = dy as (B*P x K), from dy's non-zero mask: non-zeros of each output
+    pixel's (or row's) gradient."""
     if is_conv:
-        return _counts(mask.sum(1), grad.shape[1])
-    rows = mask.reshape(-1, grad.shape[-1])
-    return _counts(rows.sum(1), rows.shape[1])
+        return _counts(mask.sum(1), mask.shape[1])
+    return row_counts(mask)
 
 
-def grad_channels(grad: Tensor, is_conv: bool) -> OperandCounts:
-    """BWD-WEIGHT A = dy^T (K x B*P): non-zeros of each output channel's gradient."""
-    mask = grad != 0
+def grad_channels(mask: Tensor, is_conv: bool) -> OperandCounts:
+    """BWD-WEIGHT A = dy^T (K x B*P), from dy's non-zero mask: non-zeros of each output
+    channel's gradient."""
     if is_conv:
-        return _counts(mask.sum((0, 2, 3)), grad.numel() // grad.shape[1])
-    rows = mask.reshape(-1, grad.shape[-1])
-    return _counts(rows.sum(0), rows.shape[0])
+        return _counts(mask.sum((0, 2, 3)), mask.numel() // mask.shape[1])
+    return column_counts(mask)
 
 
 def weight_per_output(weight: Tensor) -> OperandCounts:
     """FWD B = W^T (k x n): non-zeros of each filter / output unit."""
-    mask = weight.detach().reshape(weight.shape[0], -1) != 0
-    return _counts(mask.sum(1), mask.shape[1])
+    return row_counts(nonzero_mask(weight.detach()).reshape(weight.shape[0], -1))
 
 
 def weight_per_input(weight: Tensor) -> OperandCounts:
     """BWD-DATA B = W (K x C*R*S): non-zeros of each input position across filters."""
-    mask = weight.detach().reshape(weight.shape[0], -1) != 0
-    return _counts(mask.sum(0), mask.shape[0])
+    return column_counts(nonzero_mask(weight.detach()).reshape(weight.shape[0], -1))
 
 
 def density(values: Tensor) -> float:
-    return float((values != 0).sum()) / max(values.numel(), 1)
+    return float(count(nonzero_mask(values))) / max(values.numel(), 1)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -32,7 +33,8 @@ class ReuseMap:
     @cached_property
     def hits(self) -> int:
         """How many rows receive another row's output."""
-        return int((self.owner != torch.arange(len(self.owner))).sum())
+        owner = self.owner.numpy()
+        return int(np.count_nonzero(owner != np.arange(len(owner))))
 
 
 class LayerHooks(Protocol):
@@ -92,7 +94,10 @@ class _ReusedConv2d(torch.autograd.Function):
         x, weight = ctx.saved_tensors
         needs_x, needs_w, needs_b = ctx.needs_input_grad[:3]
         fold = ctx.fold and needs_w
-        grad_x, grad_w = _conv_backward(grad, x, weight, ctx.conv, needs_x, needs_w and not fold)
+        dense_w = needs_w and not fold
+        grad_x = grad_w = None
+        if needs_x or dense_w:
+            grad_x, grad_w = _conv_backward(grad, x, weight, ctx.conv, needs_x, dense_w)
         if fold:
             folded = conv_uncolumns(fold_columns(conv_columns(grad), ctx.owner), grad.shape)
             _, grad_w = _conv_backward(folded, x, weight, ctx.conv, False, True)

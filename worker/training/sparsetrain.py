@@ -56,17 +56,17 @@ def stochastic_prune(grad: Tensor, prune_rate: float, rng: np.random.Generator) 
     """The pruned gradient: |g| >= tau unchanged, else tau*sign(g) with probability |g|/tau.
 
     One expression covers both cases: keep where u*tau < |g| (always true when |g| >= tau, as
-    u < 1), and a kept value is sign(g)*max(|g|, tau). With u = j / 2^24 the test is
-    j < |g| * 2^24 / tau, compared in float (j converts exactly) and written as a float 0/1
-    mask: bool tensors are several times slower on CPU.
+    u < 1), and a kept value is sign(g)*max(|g|, tau). u*tau is j * (tau / 2^24) in float32,
+    the same product as NumPy's float32 u = j / 2^24 times tau; the test is written as a float
+    0/1 mask, as bool tensors are several times slower on CPU.
     """
     magnitude = grad.abs()
     tau = float(magnitude.mean()) * _sigma_to_tau(prune_rate)
     if not tau > 0:  # p = 0 or an all-zero gradient: nothing to prune
         return grad
     draws = uniform_draws(rng, grad.numel()).reshape(grad.shape)
-    scaled = magnitude.mul(2**UNIFORM_BITS / tau)
-    keep = torch.gt(scaled, draws, out=scaled)  # not gt_: mixed dtypes in place are slow
+    thresholds = torch.mul(draws, tau / 2**UNIFORM_BITS)  # u * tau, as float32
+    keep = torch.lt(thresholds, magnitude, out=thresholds)
     return magnitude.clamp_min_(tau).mul_(keep).copysign_(grad)
 
 

@@ -118,14 +118,13 @@ def report(label: str, latencies: list[float], seconds: float) -> None:
     )
 
 
-def get_runs(base: str, args: argparse.Namespace, label: str, query) -> list[float]:
+def phase(
+    label: str, base: str, clients: int, requests: int, make, max_seconds: float
+) -> list[float]:
+    """Run one load phase and print its figures; the latencies, seconds."""
     started = time.perf_counter()
-    latencies = asyncio.run(
-        hammer(base, args.clients, args.requests,
-               lambda i: ("GET", "/api/v1/runs", {"params": query(i)}),
-               time.monotonic() + args.max_seconds)
-    )  # fmt: skip
-    report(f"GET /runs, {label} ({args.clients} clients)", latencies, time.perf_counter() - started)
+    latencies = asyncio.run(hammer(base, clients, requests, make, time.monotonic() + max_seconds))
+    report(f"{label} ({clients} clients)", latencies, time.perf_counter() - started)
     return latencies
 
 
@@ -171,37 +170,29 @@ def main() -> None:
             f"server: {database_url.split('://')[0]}, {args.workers} API process(es), "
             f"{args.clients} clients, loopback only"
         )
-        started = time.perf_counter()
-        submissions = asyncio.run(
-            hammer(base, 10, args.submissions, lambda i: ("POST", "/api/v1/experiments",
-                                                           {"json": {**SPEC, "name": f"load {i}"}}),
-                   time.monotonic() + args.max_seconds)
-        )  # fmt: skip
-        report("POST /experiments (10 clients)", submissions, time.perf_counter() - started)
+        phase("POST /experiments", base, 10, args.submissions,
+              lambda i: ("POST", "/api/v1/experiments", {"json": {**SPEC, "name": f"load {i}"}}),
+              args.max_seconds)  # fmt: skip
 
         seed_runs(database_url, args.runs)
         total = httpx.get(f"{base}/api/v1/runs", params={"limit": 1}).json()["total"]
         print(f"stored runs: {total}")
         # The floor of the stack on this machine: the same server, routing and authentication,
         # and a two-query answer about the caller instead of a page of runs.
-        started = time.perf_counter()
-        floor = asyncio.run(
-            hammer(base, args.clients, args.requests, lambda i: ("GET", "/api/v1/auth/me", {}),
-                   time.monotonic() + args.max_seconds)
-        )  # fmt: skip
-        report(
-            f"GET /auth/me, for scale ({args.clients} clients)",
-            floor,
-            time.perf_counter() - started,
-        )
-        latencies = get_runs(base, args, "repeated queries", lambda i: QUERIES[i % len(QUERIES)])
+        load = (base, args.clients, args.requests)
+        phase("GET /auth/me, for scale", *load, lambda i: ("GET", "/api/v1/auth/me", {}),
+              args.max_seconds)  # fmt: skip
+        latencies = phase("GET /runs, repeated queries", *load,
+                          lambda i: ("GET", "/api/v1/runs", {"params": QUERIES[i % len(QUERIES)]}),
+                          args.max_seconds)  # fmt: skip
         target = percentile(latencies, 0.99) < 0.100
         print(f"target p99 < 100 ms at {args.clients} clients: {'met' if target else 'NOT met'}")
         # Every request a page never asked before: no answer can come from the server's
         # snapshot cache, so this is the cost of computing each page.
-        get_runs(
-            base, args, "every query new", lambda i: {**QUERIES[i % len(QUERIES)], "offset": i}
-        )
+        phase("GET /runs, every query new", *load,
+              lambda i: ("GET", "/api/v1/runs",
+                         {"params": {**QUERIES[i % len(QUERIES)], "offset": i}}),
+              args.max_seconds)  # fmt: skip
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -33,7 +33,7 @@ class SnapshotCache:
         self.entries = entries
         self._answers: OrderedDict[tuple[Hashable, str], Any] = OrderedDict()
         self._lock = threading.Lock()  # sync endpoints run on a thread pool
-        self.hits = self.misses = 0
+        self.hits = 0
 
     def answer(self, db: Session, key: Hashable, compute: Callable[[], T]) -> T:
         """The cached answer for `key` under the current snapshot, else `compute()`."""
@@ -46,7 +46,6 @@ class SnapshotCache:
                 self._answers.move_to_end((key, before))
                 self.hits += 1
                 return cached
-            self.misses += 1
         value = compute()
         if db.scalar(_SNAPSHOT) == before:
             with self._lock:

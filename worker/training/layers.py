@@ -36,6 +36,11 @@ class ReuseMap:
         owner = self.owner.numpy()
         return int(np.count_nonzero(owner != np.arange(len(owner))))
 
+    @property
+    def folds(self) -> bool:
+        """Whether BWD-WEIGHT folds hit groups: asked for, and there is a hit to fold."""
+        return self.fold_weight_grad and self.hits > 0
+
 
 class LayerHooks(Protocol):
     def reuse_map(self, layer: GemmLayer, x: Tensor) -> ReuseMap | None: ...
@@ -86,7 +91,7 @@ class _ReusedConv2d(torch.autograd.Function):
             y = conv_uncolumns(conv_columns(y).index_select(1, reuse.owner), y.shape)
         ctx.save_for_backward(x, weight)
         ctx.conv, ctx.has_bias, ctx.owner = conv, bias is not None, reuse.owner
-        ctx.fold = reuse.fold_weight_grad and reuse.hits > 0
+        ctx.fold = reuse.folds
         return y
 
     @staticmethod
@@ -117,7 +122,7 @@ class _ReusedLinear(torch.autograd.Function):
             y = y.index_select(0, reuse.owner)
         ctx.save_for_backward(rows, weight)
         ctx.has_bias, ctx.in_shape, ctx.owner = bias is not None, x.shape, reuse.owner
-        ctx.fold = reuse.fold_weight_grad and reuse.hits > 0
+        ctx.fold = reuse.folds
         return y.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod

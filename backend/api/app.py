@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
+from backend.api.cached_reads import CachedReads, snapshot_engine
 from backend.api.limits import BodySizeLimit
 from backend.api.snapshot_cache import SnapshotCache
 from backend.auth.redact import redact_access_log, validation_error_handler
@@ -16,6 +20,14 @@ from backend.reconcile import reconciler_lifespan
 from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
+# Read-only endpoints whose answers depend only on the request, the caller and the database.
+CACHED_READS = (f"{API_PREFIX}/runs", f"{API_PREFIX}/runs/compare", f"{API_PREFIX}/runs/pareto")
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async with reconciler_lifespan(app), snapshot_engine(app):
+        yield
 
 
 async def database_error(request: Request, exc: Exception) -> JSONResponse:
@@ -58,12 +70,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/api/docs",
         redoc_url="/api/redoc",
         openapi_url="/api/openapi.json",
-        lifespan=reconciler_lifespan,
+        lifespan=lifespan,
     )
     app.state.settings = settings
     app.state.celery = make_celery(settings, name="orrery-api")
     app.state.read_cache = SnapshotCache(settings.read_cache_entries)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(CachedReads, paths=CACHED_READS)  # the last added runs first
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()
     app.add_exception_handler(DBAPIError, database_error)

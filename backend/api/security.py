@@ -3,6 +3,7 @@ single-user mode, the local user. Everything else gets 401."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
@@ -10,8 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from backend.api.cached_reads import IDENTITY_VALID_UNTIL
 from backend.api.deps import DbSession
 from backend.auth.csrf import SAFE_METHODS, csrf_matches, submitted_csrf_token
+from backend.auth.identity import Identity
 from backend.auth.secrets import digest
 from backend.auth.sessions import SESSION_COOKIE, user_for_session
 from backend.auth.tokens import user_for_token
@@ -50,21 +53,34 @@ def current_user(
     db: DbSession,
     csrf: Annotated[str | None, Depends(submitted_csrf_token)],
 ) -> User:
+    """The caller. Also tells the cached-reads middleware (api/cached_reads.py), through
+    `request.state`, until when this verdict holds for the same credentials and data."""
+    identity = _identity(request, db, csrf)
+    valid_until = identity.valid_until
+    setattr(
+        request.state,
+        IDENTITY_VALID_UNTIL,
+        math.inf if valid_until is None else valid_until.timestamp(),
+    )
+    return identity.user
+
+
+def _identity(request: Request, db: Session, csrf: str | None) -> Identity:
     settings = request.app.state.settings
     token = bearer_token(request)
     if token is not None:
-        user = user_for_token(db, token)
-        if user is None:
+        identity = user_for_token(db, token)
+        if identity is None:
             raise HTTPException(
                 status.HTTP_401_UNAUTHORIZED,
                 "invalid or revoked API token",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        return user
+        return identity
     session_secret = request.cookies.get(SESSION_COOKIE)
     if session_secret:
-        user = user_for_session(db, session_secret)
-        if user is not None:
+        identity = user_for_session(db, session_secret)
+        if identity is not None:
             if request.method not in SAFE_METHODS and not csrf_matches(
                 settings.effective_secret_key(), session_secret, csrf
             ):
@@ -73,9 +89,9 @@ def current_user(
                     "CSRF token missing or wrong: send the session's csrf_token "
                     "(from /api/v1/auth/me) in the X-CSRF-Token header or a csrf_token form field",
                 )
-            return user
+            return identity
     if settings.single_user_mode:
-        return local_user(db)
+        return Identity(local_user(db))
     raise HTTPException(
         status.HTTP_401_UNAUTHORIZED,
         "authentication required: log in, or send 'Authorization: Bearer <API token>'",

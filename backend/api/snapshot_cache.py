@@ -1,12 +1,12 @@
-"""Answers of read-only endpoints, cached per database snapshot (PostgreSQL).
+"""Answers of read-only requests, cached per database snapshot (PostgreSQL).
 
 A PostgreSQL snapshot (xmin, xmax and the ids of transactions in progress) fixes which
 transactions' writes a statement sees, so two statements under equal snapshots see identical
-data. A read endpoint's answer is a function of its request, its user and that data: it is
-cached under (request, user, snapshot) when the snapshots taken just before and just after
-computing it are equal, that is when no transaction ended in between and every statement saw
-the same data. Any commit, anywhere in the cluster, changes the snapshot, so a cached answer is
-never stale: it is reused only until the next write. SQLite has no such snapshot; there every
+data. A read's answer is a function of its request, its caller and that data: it is cached
+under (request, caller, snapshot) when the snapshots taken just before and just after computing
+it are equal, that is when no transaction began writing or ended in between and every statement
+saw the same data. Any write, anywhere in the cluster, changes the snapshot, so a cached answer
+is never stale: it is reused only until the next write. SQLite has no such snapshot; there every
 answer is computed.
 """
 
@@ -20,14 +20,14 @@ from typing import Any, TypeVar
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-_SNAPSHOT = text("SELECT pg_current_snapshot()::text")
+SNAPSHOT_QUERY = text("SELECT pg_current_snapshot()::text")
 T = TypeVar("T")
-_MISSING = object()
+MISSING: Any = object()
 
 
 class SnapshotCache:
-    """A bounded LRU of answers keyed by (request key, database snapshot). Answers are shared
-    between threads: cache only immutable values (encoded bytes, numbers)."""
+    """A bounded LRU of answers keyed by (key, database snapshot). Answers are shared between
+    threads and requests: cache only immutable values (encoded bytes, numbers)."""
 
     def __init__(self, entries: int) -> None:
         self.entries = entries
@@ -35,21 +35,37 @@ class SnapshotCache:
         self._lock = threading.Lock()  # sync endpoints run on a thread pool
         self.hits = 0
 
-    def answer(self, db: Session, key: Hashable, compute: Callable[[], T]) -> T:
-        """The cached answer for `key` under the current snapshot, else `compute()`."""
-        if self.entries <= 0 or db.get_bind().dialect.name != "postgresql":
-            return compute()
-        before = db.scalar(_SNAPSHOT)
+    @property
+    def enabled(self) -> bool:
+        return self.entries > 0
+
+    def get(self, key: Hashable, snapshot: str) -> Any:
+        """The answer stored for `key` under `snapshot`, else MISSING."""
         with self._lock:
-            cached = self._answers.get((key, before), _MISSING)
-            if cached is not _MISSING:
-                self._answers.move_to_end((key, before))
+            answer = self._answers.get((key, snapshot), MISSING)
+            if answer is not MISSING:
+                self._answers.move_to_end((key, snapshot))
                 self.hits += 1
-                return cached
+            return answer
+
+    def put(self, key: Hashable, before: str, after: str, answer: Any) -> None:
+        """Keep `answer`, computed between the snapshots `before` and `after`, if they match."""
+        if before != after or not self.enabled:
+            return
+        with self._lock:
+            self._answers[(key, before)] = answer
+            while len(self._answers) > self.entries:
+                self._answers.popitem(last=False)
+
+    def answer(self, db: Session, key: Hashable, compute: Callable[[], T]) -> T:
+        """For code on a session: the cached answer under the current snapshot, else
+        `compute()`."""
+        if not self.enabled or db.get_bind().dialect.name != "postgresql":
+            return compute()
+        before = db.scalar(SNAPSHOT_QUERY)
+        cached = self.get(key, before)
+        if cached is not MISSING:
+            return cached
         value = compute()
-        if db.scalar(_SNAPSHOT) == before:
-            with self._lock:
-                self._answers[(key, before)] = value
-                while len(self._answers) > self.entries:
-                    self._answers.popitem(last=False)
+        self.put(key, before, db.scalar(SNAPSHOT_QUERY), value)
         return value

@@ -11,6 +11,7 @@ from fastapi import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from backend.auth.identity import Identity
 from backend.auth.secrets import digest, new_secret
 from backend.db.models import User, UserSession
 from backend.db.times import as_utc
@@ -32,7 +33,8 @@ def start_session(db: Session, user: User, days: int) -> str:
     return secret
 
 
-def user_for_session(db: Session, secret: str) -> User | None:
+def user_for_session(db: Session, secret: str) -> Identity | None:
+    """The session's user, valid until the session expires."""
     row = db.scalar(
         select(UserSession).where(
             UserSession.token_hash == digest(secret), UserSession.revoked_at.is_(None)
@@ -41,7 +43,9 @@ def user_for_session(db: Session, secret: str) -> User | None:
     if row is None or as_utc(row.expires_at) <= datetime.now(UTC):
         return None
     user = db.get(User, row.user_id)
-    return user if user is not None and user.is_active else None
+    if user is None or not user.is_active:
+        return None
+    return Identity(user, valid_until=as_utc(row.expires_at))
 
 
 def end_session(db: Session, secret: str) -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from backend.auth.identity import Identity
 from backend.auth.secrets import API_TOKEN_PREFIX, digest, new_secret
 from backend.db.models import ApiToken, User
 from backend.db.times import as_utc
@@ -31,7 +32,8 @@ def create_token(db: Session, user: User, name: str) -> tuple[ApiToken, str]:
     return token, secret
 
 
-def user_for_token(db: Session, secret: str) -> User | None:
+def user_for_token(db: Session, secret: str) -> Identity | None:
+    """The token's user, valid until the token's use is next due to be recorded."""
     row = db.scalar(
         select(ApiToken).where(ApiToken.token_hash == digest(secret), ApiToken.revoked_at.is_(None))
     )
@@ -41,11 +43,11 @@ def user_for_token(db: Session, secret: str) -> User | None:
     if user is None or not user.is_active:
         return None
     now = datetime.now(UTC)
-    last_used = row.last_used_at
-    if last_used is None or now - as_utc(last_used) >= LAST_USED_RESOLUTION:
-        row.last_used_at = now
+    last_used = None if row.last_used_at is None else as_utc(row.last_used_at)
+    if last_used is None or now - last_used >= LAST_USED_RESOLUTION:
+        row.last_used_at = last_used = now
         db.commit()
-    return user
+    return Identity(user, valid_until=last_used + LAST_USED_RESOLUTION)
 
 
 def revoke_token(db: Session, token: ApiToken) -> None:

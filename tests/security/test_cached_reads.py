@@ -1,19 +1,27 @@
 """GET /runs answers cached per database snapshot: reused while nothing is written, never stale,
-never shown to another user; and API tokens that do not write on every request."""
+never shown to another user or past the caller's own validity; concurrent misses computed once;
+and API tokens that do not write on every request."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
+import httpx
 from fastapi.testclient import TestClient
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 
 from backend.api.app import create_app
+from backend.auth.secrets import digest, new_secret
+from backend.auth.sessions import SESSION_COOKIE
 from backend.db import migrate
-from backend.db.models import ApiToken, Run
-from backend.db.session import session_scope
+from backend.db.models import ApiToken, Run, UserSession
+from backend.db.session import engine_for, session_scope
 from backend.settings import Settings
-from tests.security.conftest import World
+from tests.security.conftest import BASE_URL, World
 
 QUERY = {"sort": "-accuracy", "limit": 5}
 
@@ -22,6 +30,91 @@ def runs_page(client: TestClient, headers: dict[str, str]) -> dict:
     response = client.get("/api/v1/runs", params=QUERY, headers=headers)
     assert response.status_code == 200, response.text
     return response.json()
+
+
+@contextmanager
+def app_statements(settings: Settings) -> Iterator[list[str]]:
+    """The SQL statements the app runs on its own (synchronous) connections meanwhile."""
+    statements: list[str] = []
+    engine = engine_for(settings.effective_database_url)
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def test_a_hit_is_answered_before_the_app_runs(
+    client: TestClient, accounts_settings: Settings, world: World
+) -> None:
+    first = runs_page(client, world.alice.auth)
+    with app_statements(accounts_settings) as statements:
+        assert runs_page(client, world.alice.auth) == first
+    assert statements == []
+
+
+def test_errors_are_not_cached(
+    client: TestClient, accounts_settings: Settings, world: World
+) -> None:
+    for _ in range(2):
+        with app_statements(accounts_settings) as statements:
+            response = client.get(
+                "/api/v1/runs", params={"sort": "nonsense"}, headers=world.alice.auth
+            )
+        assert response.status_code == 422
+        assert statements, "each refusal was computed by the app"
+
+
+def test_an_expired_session_is_refused_though_its_answer_is_cached(
+    client: TestClient, accounts_settings: Settings, world: World
+) -> None:
+    secret = new_secret()
+    expires = datetime.now(UTC) + timedelta(seconds=2)
+    with session_scope(accounts_settings.effective_database_url) as db:
+        db.add(UserSession(user_id=world.alice.id, token_hash=digest(secret), expires_at=expires))
+    client.cookies.set(SESSION_COOKIE, secret)
+    try:
+        first = client.get("/api/v1/runs", params=QUERY)
+        assert first.status_code == 200, first.text
+        with app_statements(accounts_settings) as statements:
+            assert client.get("/api/v1/runs", params=QUERY).json() == first.json()
+        assert statements == []
+        time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.1)
+        assert client.get("/api/v1/runs", params=QUERY).status_code == 401
+    finally:
+        client.cookies.clear()
+
+
+def test_concurrent_misses_of_one_query_are_computed_once(
+    accounts_settings: Settings, world: World
+) -> None:
+    app = create_app(accounts_settings)
+
+    async def ask_together() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client,
+        ):
+            # the token's first use is recorded (a write): get that out of the way
+            await client.get("/api/v1/runs", headers=world.alice.auth)
+            return await asyncio.gather(
+                *(
+                    client.get("/api/v1/runs", params=QUERY, headers=world.alice.auth)
+                    for _ in range(8)
+                )
+            )
+
+    with app_statements(accounts_settings) as statements:
+        answers = asyncio.run(ask_together())
+    assert {response.status_code for response in answers} == {200}
+    assert len({response.content for response in answers}) == 1
+    pages = [s for s in statements if "ORDER BY" in s and "LIMIT" in s]
+    assert len(pages) == 2, "one page for the first request, one for the eight together"
 
 
 def test_repeated_query_is_served_from_the_cache_until_a_write(

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from backend.api.snapshot_cache import MISSING, SNAPSHOT_QUERY, SnapshotCache
 
 IDENTITY_VALID_UNTIL = "identity_valid_until"  # set by authentication: seconds since the epoch
+SNAPSHOT_CONNECTIONS = 4  # per API process
 CREDENTIAL_HEADERS = (b"authorization", b"cookie")  # ASGI header names are lower-case
 
 
@@ -57,12 +58,14 @@ async def snapshot_engine(app: FastAPI) -> AsyncIterator[None]:
     engine = None
     if url.get_backend_name() == "postgresql" and settings.read_cache_entries > 0:
         # psycopg 3 drives asyncio too. Autocommit: one round trip per snapshot, no BEGIN or
-        # ROLLBACK around it.
+        # ROLLBACK around it. A query holds its connection for that round trip only, so a few
+        # connections serve any load; no overflow, as an overflow connection is opened and
+        # closed around a single query.
         engine = create_async_engine(
             url.set(drivername="postgresql+psycopg"),
             isolation_level="AUTOCOMMIT",
-            pool_size=4,
-            max_overflow=16,
+            pool_size=SNAPSHOT_CONNECTIONS,
+            max_overflow=0,
         )
     app.state.snapshot_engine = engine
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
@@ -15,9 +14,8 @@ from worker.training.sparsetrain import pruning_threshold, stochastic_prune
 def test_pruning_is_unbiased() -> None:
     """E[g'] = g: the mean of many pruned copies is within 5 standard errors of g."""
     gradient = torch.randn(200, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    rng = np.random.default_rng(1)
     trials = 4000
-    samples = torch.stack([stochastic_prune(gradient, 0.9, rng) for _ in range(trials)])
+    samples = torch.stack([stochastic_prune(gradient, 0.9, key) for key in range(trials)])
     tau = pruning_threshold(gradient, 0.9)
     small = gradient.abs() < tau
     assert small.float().mean() > 0.5  # the test exercises the stochastic branch
@@ -29,7 +27,7 @@ def test_pruning_is_unbiased() -> None:
 
 def test_pruned_values_are_zero_tau_or_unchanged() -> None:
     gradient = torch.randn(1000, generator=torch.Generator().manual_seed(2))
-    pruned = stochastic_prune(gradient, 0.8, np.random.default_rng(3))
+    pruned = stochastic_prune(gradient, 0.8, key=3)
     tau = pruning_threshold(gradient, 0.8)
     large = gradient.abs() >= tau
     assert torch.equal(pruned[large], gradient[large])
@@ -38,9 +36,23 @@ def test_pruned_values_are_zero_tau_or_unchanged() -> None:
     assert 0 < len(survivors) < int((~large).sum())  # some small values promoted, most dropped
 
 
+def test_pruning_depends_on_the_key_only() -> None:
+    """Same key, same result; another key, other random numbers. About |g|/tau of the small
+    values survive."""
+    gradient = torch.randn(64, 16, 28, 28, generator=torch.Generator().manual_seed(5))
+    pruned = stochastic_prune(gradient, 0.9, key=7)
+    assert torch.equal(stochastic_prune(gradient, 0.9, key=7), pruned)
+    assert not torch.equal(stochastic_prune(gradient, 0.9, key=8), pruned)
+    tau = pruning_threshold(gradient, 0.9)
+    small = gradient.abs() < tau
+    expected = float((gradient.abs()[small] / tau).sum())
+    survivors = int((pruned[small] != 0).sum())
+    assert abs(survivors - expected) < 5 * expected**0.5
+
+
 def test_rate_zero_keeps_the_gradient() -> None:
     gradient = torch.randn(50, generator=torch.Generator().manual_seed(4))
-    pruned = stochastic_prune(gradient, 0.0, np.random.default_rng())
+    pruned = stochastic_prune(gradient, 0.0, key=0)
     assert torch.equal(pruned, gradient)
 
 

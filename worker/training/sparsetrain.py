@@ -20,16 +20,21 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+import numba
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from backend.specs.training import SparseTrainParams
 from worker.sim.workload import TrainingPass
+from worker.training.compiled import compiled
 from worker.training.layers import GemmLayer
 from worker.training.recorder import MEASURE_EVERY
 from worker.training.sparsity import count, nonzero_mask
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
+
+UNIFORM_BITS = 24  # u = (top 24 bits of a random 64-bit word) / 2^24, as NumPy's float32 uniforms
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment: 2^64 / golden ratio, odd
 
 
 def _sigma_to_tau(prune_rate: float) -> float:
@@ -38,36 +43,68 @@ def _sigma_to_tau(prune_rate: float) -> float:
 
 def pruning_threshold(grad: Tensor, prune_rate: float) -> float:
     """tau such that a fraction `prune_rate` of N(0, sigma^2) values lies below it in size."""
-    return float(grad.abs().mean()) * _sigma_to_tau(prune_rate)
+    return _mean_magnitude(_flat(grad)) * _sigma_to_tau(prune_rate)
 
 
-UNIFORM_BITS = 24  # as NumPy's float32 uniforms: u = (top 24 bits of a 32-bit word) / 2^24
-
-
-def uniform_draws(rng: np.random.Generator, size: int) -> Tensor:
-    """`size` integers j uniform on [0, 2^24), i.e. u = j / 2^24 on the grid of float32
-    uniforms; from raw generator words, several times faster than NumPy's float path."""
-    words = rng.bit_generator.random_raw((size + 1) // 2).view(np.uint32)[:size]
-    np.right_shift(words, 32 - UNIFORM_BITS, out=words)
-    return torch.from_numpy(words.view(np.int32))
-
-
-def stochastic_prune(grad: Tensor, prune_rate: float, rng: np.random.Generator) -> Tensor:
+def stochastic_prune(grad: Tensor, prune_rate: float, key: int) -> Tensor:
     """The pruned gradient: |g| >= tau unchanged, else tau*sign(g) with probability |g|/tau.
 
     One expression covers both cases: keep where u*tau < |g| (always true when |g| >= tau, as
-    u < 1), and a kept value is sign(g)*max(|g|, tau). u*tau is j * (tau / 2^24) in float32,
-    the same product as NumPy's float32 u = j / 2^24 times tau; the test is written as a float
-    0/1 mask, as bool tensors are several times slower on CPU.
+    u < 1), and a kept value is sign(g)*max(|g|, tau). u = j / 2^24 is on the grid of float32
+    uniforms and u*tau is computed as j * (tau / 2^24) in float32. The uniforms come from the
+    64-bit `key` alone (see `_pruned`): use a different key for every call.
     """
-    magnitude = grad.abs()
-    tau = float(magnitude.mean()) * _sigma_to_tau(prune_rate)
+    values = _flat(grad)
+    tau = _mean_magnitude(values) * _sigma_to_tau(prune_rate)
     if not tau > 0:  # p = 0 or an all-zero gradient: nothing to prune
         return grad
-    draws = uniform_draws(rng, grad.numel()).reshape(grad.shape)
-    thresholds = torch.mul(draws, tau / 2**UNIFORM_BITS)  # u * tau, as float32
-    keep = torch.lt(thresholds, magnitude, out=thresholds)
-    return magnitude.clamp_min_(tau).mul_(keep).copysign_(grad)
+    pruned = torch.empty_like(grad, memory_format=torch.contiguous_format)
+    step = np.float32(tau / 2**UNIFORM_BITS)
+    _pruned(values, values.dtype.type(tau), step, np.uint64(key), _flat(pruned))
+    return pruned
+
+
+def _flat(tensor: Tensor) -> np.ndarray:
+    return tensor.detach().contiguous().view(-1).numpy()
+
+
+# The kernels below are single-threaded on purpose: written as plain loops LLVM vectorises them
+# to a few GB/s, and a parallel region over gradients this small (at most a few MB) costs more
+# than it saves, worse still on a busy machine or next to PyTorch's own threads.
+
+
+@numba.njit(inline="always")
+def _mix64(z: np.uint64) -> np.uint64:
+    """SplitMix64's output function (Steele, Lea, Flood, OOPSLA 2014), a bijection of 64 bits."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+# reassoc lets the sum be vectorised (in an order fixed by the compiled code)
+@compiled(fastmath={"reassoc"})
+def _mean_magnitude(values: np.ndarray) -> float:
+    """mean|g|, summed in float64."""
+    total = 0.0
+    for i in range(len(values)):
+        total += abs(values[i])
+    return total / max(len(values), 1)
+
+
+@compiled()
+def _pruned(
+    values: np.ndarray, tau: float, step: np.float32, key: np.uint64, out: np.ndarray
+) -> None:
+    """The pruning rule in one pass over g. Element i's random word is the i-th output of a
+    SplitMix64 generator started at mix64(key): a function of (key, i) alone, so any part of g
+    could be pruned on its own (in parallel) with the same result."""
+    start = _mix64(key)
+    for i in range(len(values)):
+        word = _mix64(start + np.uint64(i + 1) * _GAMMA)
+        u_tau = np.float32(word >> np.uint64(64 - UNIFORM_BITS)) * step
+        size = abs(values[i])
+        kept = max(size, tau) if u_tau < size else np.float32(0.0)
+        out[i] = math.copysign(kept, values[i])
 
 
 @dataclass
@@ -88,14 +125,15 @@ class SparseTrain(Technique):
 
     def __init__(self, params: SparseTrainParams) -> None:
         self.params = params
-        self.rng = np.random.default_rng()
+        self.seed = 0
+        self.calls = 0  # pruning calls so far: with the seed, the key of the next one
         self.measuring = True  # measure the next batch that runs backward
         self.epoch: dict[str, _LayerCounts] = {}
         self.measured: dict[str, _LayerCounts] = {}  # over the whole training
         self.pruned_elements: dict[str, int] = {}  # every batch, for the workload overheads
 
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
-        self.rng = np.random.Generator(np.random.SFC64(seed + 2))  # NumPy's fastest raw words
+        self.seed = seed
 
     def start_batch(self, step: Step) -> None:
         if step.index % MEASURE_EVERY == 0:
@@ -104,7 +142,9 @@ class SparseTrain(Technique):
     def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor:
         if layer.name in self.params.excluded_layers:
             return grad
-        pruned = stochastic_prune(grad, self.params.prune_rate, self.rng)
+        # seeds are below 2^31: (seed, call) -> key is one-to-one for 2^32 calls
+        pruned = stochastic_prune(grad, self.params.prune_rate, self.seed << 32 | self.calls)
+        self.calls += 1
         self.pruned_elements[layer.name] = self.pruned_elements.get(layer.name, 0) + grad.numel()
         if self.measuring:
             self._measure(layer.name, grad, pruned)

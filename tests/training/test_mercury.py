@@ -97,7 +97,7 @@ def test_hit_rates_of_a_real_batch_equal_the_unfold_reference(cache: CacheModel)
         projection: RandomProjection = mercury.layers[layer.name].projection
         projected = projection.projections_by_unfolding(inputs[layer.name], 12)
         assert torch.allclose(projected, projection.projections(inputs[layer.name], 12), atol=1e-4)
-        reference = reference_owners(projection.signatures(inputs[layer.name], 12).numpy(), cache)
+        reference = reference_owners(projection.signatures(inputs[layer.name], 12), cache)
         expected_hits = int((reference != np.arange(len(reference))).sum())
         assert mercury.layers[layer.name].epoch_hits == expected_hits
     assert mercury.layers["conv1"].epoch_hits > 0

@@ -72,7 +72,7 @@ class Mercury(Technique):
             return None
         if self.params.centre_inputs:
             state.projection.observe(x, self.params.centre_momentum)
-        signatures = state.projection.signatures(x, self.bits).numpy()
+        signatures = state.projection.signatures(x, self.bits)
         reuse = ReuseMap(
             torch.from_numpy(owners(signatures, self.cache)), self.params.backward_reuse
         )

@@ -3,36 +3,32 @@
 An input vector x (an im2col window of a conv, an input row of a linear layer) gets the bit
 signature s(x) = [R (x - mu) >= 0], R a k x d Gaussian matrix drawn once per layer and mu a centre
 in input space (zero unless the layer is centred, see `RandomProjection.observe`). Bit i is packed
-as 2**i of an int64, so equal signatures are equal integers. For a conv, R x for every window
-is one convolution with k filters: the dataflow of the layer itself, no im2col copy; the centre
-enters as that convolution's bias -R mu.
+as 2**i of an int64 (bit 63 makes it negative), so equal signatures are equal integers. For a
+conv, R x for every window is one convolution with k filters: the dataflow of the layer itself,
+no im2col copy; the centre enters as that convolution's bias -R mu.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-# float32 holds integers exactly up to 2**24, so bits are packed by a matmul 24 at a time
-_CHUNK = 24
+from worker.training.compiled import compiled
 
 
-def pack_bits(bits: Tensor, dim: int = -1) -> Tensor:
-    """Bits as 0.0 / 1.0 floats, k <= 64 of them along `dim` -> int64 with bit i = index i along
-    `dim` (that dimension removed)."""
-    dim %= bits.ndim
-    shape = bits.shape[:dim] + bits.shape[dim + 1 :]
-    count = bits.shape[dim]
-    grouped = bits.reshape(bits.shape[:dim].numel(), count, -1)  # (outer, bits, inner), no copy
-    packed: Tensor | None = None
-    for start in range(0, count, _CHUNK):
-        width = min(_CHUNK, count - start)
-        powers = torch.exp2(torch.arange(width, dtype=bits.dtype))
-        chunk = (powers @ grouped[:, start : start + width]).to(torch.int64)
-        packed = chunk if packed is None else packed | (chunk << start)
-    assert packed is not None
-    return packed.reshape(shape)
+@compiled()
+def pack_signs(projections: np.ndarray) -> np.ndarray:
+    """(outer, bits, inner) projections, bits <= 64 -> (outer * inner) int64 signatures, bit i
+    set where projection i is >= 0 (rows in outer-major order)."""
+    outer, bits, inner = projections.shape
+    packed = np.zeros((outer, inner), dtype=np.int64)
+    for o in range(outer):
+        for bit in range(bits):
+            for i in range(inner):
+                packed[o, i] |= np.int64(projections[o, bit, i] >= 0) << bit
+    return packed.reshape(-1)
 
 
 class RandomProjection:
@@ -71,10 +67,10 @@ class RandomProjection:
         """R (x - mu) for every row of the layer's FWD GEMM: (rows, bits), rows in GEMM order."""
         return torch.movedim(self._projected(x, bits), 1, -1).reshape(-1, bits)
 
-    def signatures(self, x: Tensor, bits: int) -> Tensor:
+    def signatures(self, x: Tensor, bits: int) -> np.ndarray:
         """The packed signature of every row of the layer's FWD GEMM, rows in GEMM order."""
-        # the projections are a fresh tensor: compare in place, into 0.0 / 1.0
-        return pack_bits(self._projected(x, bits).ge_(0), dim=1).reshape(-1)
+        projected = self._projected(x, bits)  # bits in dim 1, then the rest of a row's place
+        return pack_signs(projected.reshape(projected.shape[0], bits, -1).numpy())
 
     def _projected(self, x: Tensor, bits: int) -> Tensor:
         """R (x - mu) with the bit index in dim 1: (B, bits, H, W) for a conv, (rows, bits)."""

@@ -18,6 +18,10 @@ from pathlib import Path
 from pydantic import Field, computed_field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Each request at work holds at most two pooled database connections (db/session.py pools 40)
+# and one worker thread at a time (the thread pool has 40).
+MAX_API_CONCURRENCY = 20
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ORRERY_", env_file=".env", extra="ignore")
@@ -50,8 +54,15 @@ class Settings(BaseSettings):
     read_cache_entries: int = Field(
         256,
         ge=0,
-        description="answers of GET /runs kept per API process, each valid for one database "
-        "snapshot (PostgreSQL only; 0 turns the cache off)",
+        description="answers of GET /runs, /runs/compare and /runs/pareto kept per API process, "
+        "each valid for one database snapshot (PostgreSQL only; 0 turns the cache off)",
+    )
+    api_concurrency: int = Field(
+        16,
+        ge=1,
+        le=MAX_API_CONCURRENCY,
+        description="requests one API process works on at once; more wait their turn "
+        "(event streams and cached answers do not count)",
     )
     max_active_runs_per_user: int = Field(
         10_000, ge=1, description="queued plus running runs one user may have at a time"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -12,7 +13,7 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
 from backend.api.cached_reads import CachedReads, snapshot_engine
-from backend.api.limits import BodySizeLimit
+from backend.api.limits import BodySizeLimit, ConcurrencyLimit
 from backend.api.snapshot_cache import SnapshotCache
 from backend.auth.redact import redact_access_log, validation_error_handler
 from backend.queue import make_celery
@@ -22,6 +23,7 @@ from backend.settings import Settings, get_settings
 API_PREFIX = "/api/v1"
 # Read-only endpoints whose answers depend only on the request, the caller and the database.
 CACHED_READS = (f"{API_PREFIX}/runs", f"{API_PREFIX}/runs/compare", f"{API_PREFIX}/runs/pareto")
+EVENT_STREAMS = re.compile(rf"{API_PREFIX}/experiments/[^/]+/events")
 
 
 @asynccontextmanager
@@ -75,8 +77,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.celery = make_celery(settings, name="orrery-api")
     app.state.read_cache = SnapshotCache(settings.read_cache_entries)
+    # The last added runs first: cached answers need no slot, and a slow upload holds none.
+    app.add_middleware(ConcurrencyLimit, limit=settings.api_concurrency, exempt=EVENT_STREAMS)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(CachedReads, paths=CACHED_READS)  # the last added runs first
+    app.add_middleware(CachedReads, paths=CACHED_READS)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()
     app.add_exception_handler(DBAPIError, database_error)

@@ -174,7 +174,13 @@ async def events(
 ) -> StreamingResponse:
     """Server-sent events: `run` when a run's status or progress changes, `experiment` when the
     experiment's status changes, `end` once every run has finished."""
-    get_visible_experiment(db, user, experiment_id)
+
+    def check_and_release() -> None:
+        get_visible_experiment(db, user, experiment_id)
+        # The stream polls with sessions of its own: hold no connection while it runs.
+        db.close()
+
+    await run_in_threadpool(check_and_release)
     database_url = request.app.state.settings.effective_database_url
 
     async def stream() -> AsyncIterator[str]:

@@ -1,8 +1,12 @@
-"""Limits that keep one client from exhausting the service: request body size and the number
-of runs one user may have queued or running. (The sweep expansion limit lives in the expander.)
+"""Limits that keep clients from exhausting the service: request body size, requests at work
+at once, and the number of runs one user may have queued or running. (The sweep expansion
+limit lives in the expander.)
 """
 
 from __future__ import annotations
+
+import asyncio
+import re
 
 from fastapi import HTTPException, status
 from sqlalchemy import func, select
@@ -69,6 +73,30 @@ class BodySizeLimit:
             status_code=status.HTTP_413_CONTENT_TOO_LARGE,
         )
         await response(scope, receive, send)
+
+
+class ConcurrencyLimit:
+    """At most `limit` requests at work in the app at once; the rest wait their turn.
+
+    Without it a burst of requests deadlocks the process: each request keeps its database
+    session, and so a pooled connection, between its dependencies and its endpoint, which run
+    on worker threads; once every connection is held by requests waiting for a thread, and
+    every thread by a request waiting for a connection, nothing moves. Bounded below both,
+    every request admitted gets its connection and its thread. Long-lived streams matching
+    `exempt` are not counted: they hold neither between their polls.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, exempt: re.Pattern[str]) -> None:
+        self.app = app
+        self.exempt = exempt
+        self._slots = asyncio.Semaphore(limit)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.exempt.match(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        async with self._slots:
+            await self.app(scope, receive, send)
 
 
 def active_runs(db: Session, user: User) -> int:

@@ -27,7 +27,10 @@ def engine_for(url: str) -> Engine:
         event.listen(engine, "connect", _enable_sqlite_pragmas)
         return engine
     # pre-ping: a restarted PostgreSQL leaves dead pooled connections; test them before use.
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # 20 + 20: enough that the API's admitted requests (settings.MAX_API_CONCURRENCY, two
+    # connections at most each) never wait for one, and 20 kept open, as an overflow
+    # connection is opened and closed around each use.
+    return create_engine(url, pool_pre_ping=True, pool_size=20, max_overflow=20)
 
 
 @lru_cache(maxsize=8)

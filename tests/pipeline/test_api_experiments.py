@@ -4,7 +4,7 @@ import json
 
 import redis
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from backend.api.app import create_app
 from backend.db.models import Experiment, Run, Training
@@ -134,6 +134,27 @@ def test_events_stream_ends_when_the_experiment_is_finished(api: TestClient) -> 
     assert names.count("run") == 6
     assert names[-1] == "end"
     assert '"status": "cancelled"' in events[-1]
+
+
+def test_an_open_events_stream_holds_no_database_connection(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    """A dashboard watching an experiment for an hour must not keep a pooled connection (idle
+    in a transaction) all that time: the stream polls with short sessions of its own."""
+    experiment = api.post("/api/v1/experiments", json=SPEC).json()
+    url = f"/api/v1/experiments/{experiment['id']}/events?interval=0.2"
+    database = pg_settings.effective_database_url.rsplit("/", 1)[1]
+    with api.stream("GET", url) as response:
+        lines = response.iter_lines()
+        assert next(lines) == "event: run"
+        with session_scope(pg_settings.effective_database_url) as db:
+            idle_in_transaction = db.scalar(
+                select(func.count())
+                .select_from(text("pg_stat_activity"))
+                .where(text("datname = :name AND state = 'idle in transaction'"))
+                .params(name=database)
+            )
+    assert idle_in_transaction == 0
 
 
 def test_unknown_experiment_is_404(api: TestClient) -> None:

@@ -1,7 +1,11 @@
-"""Limits answer with clear errors: body size (413), sweep size (422), active runs (429)."""
+"""Limits answer with clear errors: body size (413), sweep size (422), active runs (429); and a
+burst of requests waits its turn instead of locking the server up."""
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
@@ -15,6 +19,29 @@ from tests.security.conftest import BASE_URL, make_person, spec
 def experiments(settings: Settings) -> int:
     with session_scope(settings.effective_database_url) as db:
         return db.scalar(select(func.count()).select_from(Experiment)) or 0
+
+
+def test_a_burst_far_beyond_the_connection_pool_is_answered_in_full(
+    accounts_settings: Settings,
+) -> None:
+    """150 requests at once against 40 pooled connections and 40 worker threads: without the
+    concurrency limit, connections end up held by requests waiting for a thread and threads by
+    requests waiting for a connection, until the pool times out."""
+    person = make_person(accounts_settings, "alice")
+    app = create_app(accounts_settings)
+
+    async def burst() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url=BASE_URL, timeout=60) as client,
+        ):
+            answers = await asyncio.gather(
+                *(client.get("/api/v1/auth/me", headers=person.auth) for _ in range(150))
+            )
+        return [answer.status_code for answer in answers]
+
+    assert asyncio.run(asyncio.wait_for(burst(), timeout=25)) == [200] * 150
 
 
 def test_oversized_bodies_are_refused_declared_or_streamed(

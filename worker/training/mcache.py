@@ -18,6 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
+import numba
 import numpy as np
 
 from worker.training.compiled import compiled
@@ -69,25 +70,67 @@ def owners(signatures: np.ndarray, cache: CacheModel) -> np.ndarray:
 
 @compiled()
 def _first_occurrences(signatures: np.ndarray) -> np.ndarray:
-    """The unbounded model: a hash table (open addressing, linear probing) from signature to the
-    first vector that had it."""
-    log_capacity = 4
-    while 1 << log_capacity < 2 * len(signatures):  # at most half full: probes stay short
-        log_capacity += 1
-    capacity = 1 << log_capacity
-    shift = np.uint64(64 - log_capacity)
-    keys = np.empty(capacity, dtype=np.int64)
-    firsts = np.full(capacity, -1, dtype=np.int64)  # -1: empty slot
+    """The unbounded model: a hash table from signature to the first vector that had it (open
+    addressing, linear probing), doubled when half full. Sized by the distinct signatures, not
+    the vectors, it stays in the fastest caches."""
     result = np.empty(len(signatures), dtype=np.int64)
-    for i, signature in enumerate(signatures):
-        # Fibonacci hashing: the top bits of signature * 2^64 / golden ratio
-        slot = (np.uint64(signature) * np.uint64(0x9E3779B97F4A7C15)) >> shift
-        while firsts[slot] >= 0 and keys[slot] != signature:
-            slot = (slot + np.uint64(1)) & np.uint64(capacity - 1)
+    log_capacity = 9  # 512 slots to start with
+    empty = np.empty(0, dtype=np.int64)
+    keys, firsts = _rehashed(empty, empty, log_capacity)
+    done = _insert(signatures, 0, keys, firsts, log_capacity, result)
+    while done < len(signatures):
+        log_capacity += 1
+        keys, firsts = _rehashed(keys, firsts, log_capacity)
+        done = _insert(signatures, done, keys, firsts, log_capacity, result)
+    return result
+
+
+@compiled()
+def _insert(
+    signatures: np.ndarray,
+    start: int,
+    keys: np.ndarray,
+    firsts: np.ndarray,
+    log_capacity: int,
+    result: np.ndarray,
+) -> int:
+    """Look signatures up from `start` on, adding the new ones, until the end or until the
+    table is half full; returns where it stopped."""
+    stored = np.count_nonzero(firsts >= 0)
+    for i in range(start, len(signatures)):
+        if 2 * stored >= len(firsts):
+            return i
+        signature = signatures[i]
+        slot = _slot(signature, keys, firsts, log_capacity)
         if firsts[slot] < 0:
             keys[slot], firsts[slot] = signature, i
+            stored += 1
         result[i] = firsts[slot]
-    return result
+    return len(signatures)
+
+
+@numba.njit(inline="always")
+def _slot(signature: int, keys: np.ndarray, firsts: np.ndarray, log_capacity: int) -> int:
+    """The slot holding `signature`, or the empty one where it goes. Fibonacci hashing: the
+    top bits of signature * 2^64 / golden ratio."""
+    slot = (np.uint64(signature) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - log_capacity)
+    while firsts[slot] >= 0 and keys[slot] != signature:
+        slot = (slot + np.uint64(1)) & np.uint64(len(firsts) - 1)
+    return slot
+
+
+@compiled()
+def _rehashed(
+    keys: np.ndarray, firsts: np.ndarray, log_capacity: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The table's entries in a new table of 2^log_capacity slots (-1: empty)."""
+    new_keys = np.empty(1 << log_capacity, dtype=np.int64)
+    new_firsts = np.full(1 << log_capacity, -1, dtype=np.int64)
+    for slot in range(len(firsts)):
+        if firsts[slot] >= 0:
+            target = _slot(keys[slot], new_keys, new_firsts, log_capacity)
+            new_keys[target], new_firsts[target] = keys[slot], firsts[slot]
+    return new_keys, new_firsts
 
 
 @compiled()

@@ -30,7 +30,6 @@ from worker.sim.workload import TrainingPass
 from worker.training.compiled import compiled
 from worker.training.layers import GemmLayer
 from worker.training.recorder import MEASURE_EVERY
-from worker.training.sparsity import count, nonzero_mask
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
 UNIFORM_BITS = 24  # u = (top 24 bits of a random 64-bit word) / 2^24, as NumPy's float32 uniforms
@@ -107,17 +106,28 @@ def _pruned(
         out[i] = math.copysign(kept, values[i])
 
 
+@compiled()
+def _measured_counts(values: np.ndarray, pruned: np.ndarray, tau: float) -> tuple[int, int, int]:
+    """Non-zeros of g and of g', and values of g below tau in size: one pass."""
+    natural = kept = below = 0
+    for i in range(len(values)):
+        natural += values[i] != 0
+        kept += pruned[i] != 0
+        below += abs(values[i]) < tau
+    return natural, kept, below
+
+
 @dataclass
 class _LayerCounts:
-    """Element counts on measured batches (tensors, read only at the epoch's end)."""
+    """Element counts on measured batches."""
 
-    elements: float = 0.0
-    natural_nonzero: Tensor | float = 0.0
-    kept_nonzero: Tensor | float = 0.0
-    below_threshold: Tensor | float = 0.0
+    elements: int = 0
+    natural_nonzero: int = 0
+    kept_nonzero: int = 0
+    below_threshold: int = 0
 
-    def fraction(self, count: Tensor | float) -> float:
-        return float(count) / self.elements if self.elements else 0.0
+    def fraction(self, count: int) -> float:
+        return count / self.elements if self.elements else 0.0
 
 
 class SparseTrain(Technique):
@@ -151,17 +161,15 @@ class SparseTrain(Technique):
         return pruned
 
     def _measure(self, name: str, grad: Tensor, pruned: Tensor) -> None:
-        with torch.no_grad():
-            natural = count(nonzero_mask(grad))
-            kept = count(nonzero_mask(pruned))
-            tau = pruning_threshold(grad, self.params.prune_rate)
-            below = count(torch.lt(grad.abs(), tau, out=torch.empty_like(grad)))
+        values = _flat(grad)
+        tau = values.dtype.type(pruning_threshold(grad, self.params.prune_rate))
+        natural, kept, below = _measured_counts(values, _flat(pruned), tau)
         for counts in (self.epoch, self.measured):
             entry = counts.setdefault(name, _LayerCounts())
             entry.elements += grad.numel()
-            entry.natural_nonzero = entry.natural_nonzero + natural
-            entry.kept_nonzero = entry.kept_nonzero + kept
-            entry.below_threshold = entry.below_threshold + below
+            entry.natural_nonzero += natural
+            entry.kept_nonzero += kept
+            entry.below_threshold += below
 
     def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
         if backward_ran:

@@ -135,38 +135,31 @@ def _rehashed(
 
 @compiled()
 def _lru_owners(signatures: np.ndarray, sets: int, ways: int) -> np.ndarray:
-    """Direct and set-associative models. Way w of set r is entry r * ways + w: a signature,
-    its owner and the time of its last use; a miss in a full set replaces the least recently
-    used entry."""
+    """Direct and set-associative models. Set r holds entries r * ways ... (signature, owner)
+    ordered by last use, most recent first: an access moves its entry to the front, and a miss
+    in a full set drops the last one, the least recently used."""
     tags = np.empty(sets * ways, dtype=np.int64)
     entry_owners = np.empty(sets * ways, dtype=np.int64)
-    last_use = np.empty(sets * ways, dtype=np.int64)
     filled = np.zeros(sets, dtype=np.int64)
     low_bits = sets & (sets - 1) == 0  # a power of two: the set is the low bits, no division
     result = np.empty(len(signatures), dtype=np.int64)
-    entry = 0
     for i, signature in enumerate(signatures):
-        if i and signature == signatures[i - 1]:  # common (flat image regions): `entry` is it
-            result[i] = entry_owners[entry]
-            last_use[entry] = i
-            continue
         # in [0, sets) for negative signatures too, as Python's %
         row = signature & (sets - 1) if low_bits else signature % sets
         first, used = row * ways, filled[row]
-        entry = first
-        while entry < first + used and tags[entry] != signature:
-            entry += 1
-        if entry < first + used:
-            result[i] = entry_owners[entry]
+        way = 0
+        while way < used and tags[first + way] != signature:
+            way += 1
+        if way < used:
+            owner = entry_owners[first + way]
         else:
+            owner = i
             if used < ways:
-                filled[row] += 1
+                filled[row] = used + 1
             else:
-                entry = first
-                for candidate in range(first + 1, first + ways):
-                    if last_use[candidate] < last_use[entry]:
-                        entry = candidate
-            tags[entry], entry_owners[entry] = signature, i
-            result[i] = i
-        last_use[entry] = i
+                way = ways - 1
+        for w in range(first + way, first, -1):
+            tags[w], entry_owners[w] = tags[w - 1], entry_owners[w - 1]
+        tags[first], entry_owners[first] = signature, owner
+        result[i] = owner
     return result

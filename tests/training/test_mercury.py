@@ -17,7 +17,7 @@ from worker.training.mcache import CacheModel, owners, reference_owners
 from worker.training.mercury import Mercury
 from worker.training.models import build_model
 from worker.training.recorder import WorkloadRecorder
-from worker.training.signatures import RandomProjection
+from worker.training.signatures import RandomProjection, pack_signs
 
 CACHES = [
     CacheModel("unbounded"),
@@ -101,6 +101,21 @@ def test_hit_rates_of_a_real_batch_equal_the_unfold_reference(cache: CacheModel)
         expected_hits = int((reference != np.arange(len(reference))).sum())
         assert mercury.layers[layer.name].epoch_hits == expected_hits
     assert mercury.layers["conv1"].epoch_hits > 0
+
+
+def test_signature_bits_are_packed_low_bit_first() -> None:
+    """Bit i of a row's signature is [projection i >= 0]; bit 63 is the int64's sign."""
+    projections = np.random.default_rng(0).standard_normal((3, 64, 5)).astype(np.float32)
+    projections[0, :, 0] = 0.0  # every bit set: -1
+    expected = [
+        sum(1 << bit for bit in range(64) if projections[outer, bit, inner] >= 0)
+        for outer in range(3)
+        for inner in range(5)
+    ]
+    packed = pack_signs(projections)
+    assert np.array_equal(packed, np.array(expected, dtype=np.uint64).view(np.int64))
+    assert packed[0] == -1
+    assert np.array_equal(pack_signs(projections[:, :12]), packed & (2**12 - 1))
 
 
 def test_conv_signatures_equal_unfolded_signatures_away_from_zero() -> None:

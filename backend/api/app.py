@@ -12,9 +12,10 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
-from backend.api.cached_reads import CachedReads, snapshot_engine
+from backend.api.cached_reads import CachedReads
 from backend.api.limits import BodySizeLimit, ConcurrencyLimit
 from backend.api.snapshot_cache import SnapshotCache
+from backend.api.snapshot_reader import snapshot_reader
 from backend.auth.redact import redact_access_log, validation_error_handler
 from backend.queue import make_celery
 from backend.reconcile import reconciler_lifespan
@@ -28,7 +29,7 @@ EVENT_STREAMS = re.compile(rf"{API_PREFIX}/experiments/[^/]+/events")
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    async with reconciler_lifespan(app), snapshot_engine(app):
+    async with reconciler_lifespan(app), snapshot_reader(app):
         yield
 
 

@@ -1,6 +1,7 @@
 """GET /runs answers cached per database snapshot: reused while nothing is written, never stale,
 never shown to another user or past the caller's own validity; concurrent misses computed once;
-and API tokens that do not write on every request."""
+snapshots read once for many requests, never older than a request; and API tokens that do not
+write on every request."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 from fastapi.testclient import TestClient
-from sqlalchemy import event, select, update
+from sqlalchemy import event, select, text, update
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from backend.api.app import create_app
+from backend.api.snapshot_reader import SnapshotReader
 from backend.auth.secrets import digest, new_secret
 from backend.auth.sessions import SESSION_COOKIE
 from backend.db import migrate
@@ -183,3 +186,36 @@ def test_token_use_is_recorded_to_the_minute_not_on_every_request(
     runs_page(client, world.alice.auth)
     now = last_used()
     assert now is not None and now > earlier + timedelta(minutes=1)
+
+
+def test_snapshot_reads_are_shared_by_concurrent_requests_and_never_older_than_them(
+    postgres_url: str,
+) -> None:
+    async def scenario() -> tuple[int, set[str | None], str | None, str | None]:
+        engine = create_async_engine(postgres_url, isolation_level="AUTOCOMMIT")
+        queries: list[str] = []
+        event.listen(
+            engine.sync_engine, "before_cursor_execute", lambda *args: queries.append(args[2])
+        )
+        reader = SnapshotReader(engine)
+        try:
+            together = set(await asyncio.gather(*(reader.current() for _ in range(20))))
+            sent = len(queries)
+            # While a query is out (the lock held), callers wait for the next one, which must
+            # see what was committed after they called.
+            async with reader._one_at_a_time:
+                before = await reader._query()
+                waiting = asyncio.gather(reader.current(), reader.current())
+                await asyncio.sleep(0.05)
+                with session_scope(postgres_url) as db:
+                    db.execute(text("CREATE TABLE written_meanwhile (id int)"))
+            after = set(await waiting)
+        finally:
+            await engine.dispose()
+        assert len(after) == 1
+        return sent, together, before, after.pop()
+
+    sent, together, before, after = asyncio.run(scenario())
+    assert sent <= 2, "twenty concurrent callers share one or two queries"
+    assert len(together) == 1 and None not in together
+    assert before is not None and after is not None and after != before

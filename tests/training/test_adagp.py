@@ -73,6 +73,10 @@ def test_features_match_per_channel_reductions() -> None:
     assert torch.allclose(channel_features(rows)[:, :3], torch.stack(expected, 1), atol=1e-5)
     pooled = torch.nn.functional.adaptive_avg_pool2d(y, 4).mean(0).reshape(3, -1)
     assert torch.allclose(features[:, 4:], pooled, atol=1e-6)
+    for shape in ((4, 3, 10, 10), (2, 5, 7, 5), (3, 2, 3, 2)):  # uneven, overlapping cells
+        odd = torch.randn(shape)
+        pooled = torch.nn.functional.adaptive_avg_pool2d(odd, 4).mean(0).reshape(shape[1], -1)
+        assert torch.allclose(channel_features(odd)[:, 4:], pooled, atol=1e-6)
 
 
 def test_gp_switches_off_while_predictions_are_poor_and_resumes_when_good() -> None:

@@ -21,20 +21,24 @@ output features to that channel's filter gradient (C*R*S values), for all K chan
   forced GP batch per cycle cost LeNet-5 on digits 14 accuracy points; BP batches keep training
   the predictors and measuring the cosine, and GP resumes once the cosine exceeds cos_high.
 - Features are per-channel reductions of the output (mean, std, mean |y|, fraction positive,
-  batch-mean map pooled to 4 x 4), computed with one output-sized temporary and reductions
-  over contiguous dimensions: their cost must stay small next to the layer's own GEMM.
+  batch-mean map pooled to 4 x 4), read in one compiled pass: their cost must stay small next
+  to the layer's own GEMM.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+import numba
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from backend.specs.training import AdaGPParams
 from worker.sim.workload import GemmOp, TrainingPass
+from worker.training.compiled import compiled
 from worker.training.layers import GemmLayer
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
@@ -45,35 +49,75 @@ LOSS_RISE_TOLERANCE = 0.1  # a BP loss this much above its running mean counts a
 
 
 def channel_features(y: Tensor) -> Tensor:
-    """(K, FEATURES): per output channel, mean, std, mean |y|, fraction positive and (conv) the
-    batch-mean output map pooled to 4 x 4.
+    """(K, FEATURES) float32: per output channel, mean, std, mean |y|, fraction positive and
+    (conv) the batch-mean output map average-pooled to a 4 x 4 grid (as adaptive_avg_pool2d).
 
-    One temporary (relu(y)) and a few reductions: variance = E[y^2] - E[y]^2, mean |y| =
-    2 E[relu(y)] - E[y], and positives counted as the sum of sign(relu(y)). On (B, K, H, W)
-    the contiguous H, W are reduced first; torch's var_mean and bool sums over (0, 2, 3) cost
-    several times the layer's own convolution.
+    Computed on every batch for every layer, so their cost must stay small next to the layer's
+    own GEMM: one compiled pass over the output, in float64, instead of a dozen tensor
+    operations whose fixed costs alone matched a small layer's convolution.
     """
+    values = y.detach().contiguous().numpy()
+    channels = y.shape[1] if y.dim() == 4 else y.shape[-1]
+    features = np.empty((channels, FEATURES), dtype=np.float32)
     if y.dim() == 4:
-        channels = y.shape[1]
-        dims: tuple[int, ...] = (0, 2, 3)
-        batch_mean = y.mean(0)
-        pooled = F.adaptive_avg_pool2d(batch_mean, POOLED_GRID).reshape(channels, -1)
-        mean = batch_mean.mean((1, 2))
-        square_sum = torch.linalg.vector_norm(y, 2, (2, 3)).square_().sum(0)
+        _conv_features(values, features)
     else:
-        channels = y.shape[-1]
-        y = y.reshape(-1, channels)
-        dims = (0,)
-        mean = y.mean(0)
-        square_sum = y.square().sum(0)
-        pooled = y.new_zeros(channels, POOLED_GRID * POOLED_GRID)
-    per_channel = y.numel() / channels
-    variance = (square_sum / per_channel - mean.square()).clamp_min_(0.0)
-    positive_part = y.relu()
-    mean_abs = positive_part.sum(dims).mul_(2 / per_channel).sub_(mean)
-    positive = positive_part.sign_().sum(dims).div_(per_channel)
-    stats = torch.stack([mean, variance.sqrt(), mean_abs, positive], 1)
-    return torch.cat([stats, pooled], 1)
+        _linear_features(values.reshape(-1, channels), features)
+    return torch.from_numpy(features)
+
+
+@numba.njit(inline="always")
+def _write_stats(
+    out: np.ndarray, k: int, count: int, total: float, squares: float, positives: float,
+    positive_sum: float,
+) -> None:  # fmt: skip
+    mean = total / count
+    out[k, 0] = mean
+    out[k, 1] = math.sqrt(max(squares / count - mean * mean, 0.0))
+    out[k, 2] = 2.0 * positive_sum / count - mean  # mean |y| = 2 E[max(y, 0)] - E[y]
+    out[k, 3] = positives / count
+
+
+@compiled(fastmath={"reassoc"})  # reassoc lets the sums be vectorised
+def _conv_features(y: np.ndarray, out: np.ndarray) -> None:
+    batch, channels, height, width = y.shape
+    count = batch * height * width
+    summed_map = np.empty((height, width))
+    for k in range(channels):
+        summed_map[:] = 0.0
+        squares, positives, positive_sum = 0.0, 0.0, 0.0
+        for b in range(batch):
+            for h in range(height):
+                for w in range(width):
+                    value = np.float64(y[b, k, h, w])
+                    summed_map[h, w] += value
+                    squares += value * value
+                    positives += 1.0 if value > 0.0 else 0.0
+                    positive_sum += max(value, 0.0)
+        _write_stats(out, k, count, summed_map.sum(), squares, positives, positive_sum)
+        for i in range(POOLED_GRID):  # adaptive pooling: cell i spans [floor, ceil) of i/4
+            top, bottom = i * height // POOLED_GRID, -(-(i + 1) * height // POOLED_GRID)
+            for j in range(POOLED_GRID):
+                left, right = j * width // POOLED_GRID, -(-(j + 1) * width // POOLED_GRID)
+                cell = summed_map[top:bottom, left:right]
+                out[k, 4 + i * POOLED_GRID + j] = cell.sum() / (cell.size * batch)
+
+
+@compiled(fastmath={"reassoc"})
+def _linear_features(rows: np.ndarray, out: np.ndarray) -> None:
+    count, channels = rows.shape
+    totals, squares = np.zeros(channels), np.zeros(channels)
+    positives, positive_sums = np.zeros(channels), np.zeros(channels)
+    for r in range(count):
+        for k in range(channels):
+            value = np.float64(rows[r, k])
+            totals[k] += value
+            squares[k] += value * value
+            positives[k] += 1.0 if value > 0.0 else 0.0
+            positive_sums[k] += max(value, 0.0)
+    for k in range(channels):
+        _write_stats(out, k, count, totals[k], squares[k], positives[k], positive_sums[k])
+        out[k, 4:] = 0.0  # no spatial map
 
 
 @dataclass

@@ -72,7 +72,12 @@ def test_no_operation_answers_5xx(client: TestClient, world: Any) -> None:  # no
                     failures,
                 )
             except Exception as exc:  # nothing to generate for this operation in this mode
-                if "nsatisfiable" not in f"{type(exc).__name__} {exc}":
+                # Unsatisfiable: no request of this mode exists. "Cannot generate an array with
+                # N demanded elements": schemathesis cannot build one (a mutated `contains`
+                # demand beyond what Hypothesis draws), now and then in negative mode. Neither
+                # is an answer of the app; the count of operations below still has to be met.
+                reason = f"{type(exc).__name__} {exc}"
+                if "nsatisfiable" not in reason and "Cannot generate an array" not in reason:
                     raise
     assert failures == []
     operations = {label.rsplit(" (", 1)[0] for label in sent}

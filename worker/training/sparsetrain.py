@@ -46,6 +46,11 @@ def pruning_threshold(grad: Tensor, prune_rate: float) -> float:
 
 
 def stochastic_prune(grad: Tensor, prune_rate: float, key: int) -> Tensor:
+    """The pruned gradient at rate `prune_rate` (see `prune_at`)."""
+    return prune_at(grad, pruning_threshold(grad, prune_rate), key)
+
+
+def prune_at(grad: Tensor, tau: float, key: int) -> Tensor:
     """The pruned gradient: |g| >= tau unchanged, else tau*sign(g) with probability |g|/tau.
 
     One expression covers both cases: keep where u*tau < |g| (always true when |g| >= tau, as
@@ -53,10 +58,9 @@ def stochastic_prune(grad: Tensor, prune_rate: float, key: int) -> Tensor:
     uniforms and u*tau is computed as j * (tau / 2^24) in float32. The uniforms come from the
     64-bit `key` alone (see `_pruned`): use a different key for every call.
     """
-    values = _flat(grad)
-    tau = _mean_magnitude(values) * _sigma_to_tau(prune_rate)
     if not tau > 0:  # p = 0 or an all-zero gradient: nothing to prune
         return grad
+    values = _flat(grad)
     pruned = torch.empty_like(grad, memory_format=torch.contiguous_format)
     step = np.float32(tau / 2**UNIFORM_BITS)
     _pruned(values, values.dtype.type(tau), step, np.uint64(key), _flat(pruned))
@@ -153,17 +157,17 @@ class SparseTrain(Technique):
         if layer.name in self.params.excluded_layers:
             return grad
         # seeds are below 2^31: (seed, call) -> key is one-to-one for 2^32 calls
-        pruned = stochastic_prune(grad, self.params.prune_rate, self.seed << 32 | self.calls)
+        tau = pruning_threshold(grad, self.params.prune_rate)
+        pruned = prune_at(grad, tau, self.seed << 32 | self.calls)
         self.calls += 1
         self.pruned_elements[layer.name] = self.pruned_elements.get(layer.name, 0) + grad.numel()
         if self.measuring:
-            self._measure(layer.name, grad, pruned)
+            self._measure(layer.name, grad, pruned, tau)
         return pruned
 
-    def _measure(self, name: str, grad: Tensor, pruned: Tensor) -> None:
+    def _measure(self, name: str, grad: Tensor, pruned: Tensor, tau: float) -> None:
         values = _flat(grad)
-        tau = values.dtype.type(pruning_threshold(grad, self.params.prune_rate))
-        natural, kept, below = _measured_counts(values, _flat(pruned), tau)
+        natural, kept, below = _measured_counts(values, _flat(pruned), values.dtype.type(tau))
         for counts in (self.epoch, self.measured):
             entry = counts.setdefault(name, _LayerCounts())
             entry.elements += grad.numel()

@@ -116,10 +116,9 @@ class CachedReads:
                 and valid_until is not None
                 and all(name.lower() != b"set-cookie" for name, _ in headers)
             ):
-                after = await reader.current()
-                if after == before:
-                    stored = StoredAnswer(200, headers, b"".join(body), valid_until)
-                    cache.put(key, before, after, stored)
+                answer = StoredAnswer(200, headers, b"".join(body), valid_until)
+                if cache.put(key, before, await reader.current(), answer):
+                    stored = answer
         finally:
             flight.set_result(stored)
             if self._in_flight.get((key, before)) is flight:

@@ -48,14 +48,16 @@ class SnapshotCache:
                 self.hits += 1
             return answer
 
-    def put(self, key: Hashable, before: str, after: str, answer: Any) -> None:
-        """Keep `answer`, computed between the snapshots `before` and `after`, if they match."""
+    def put(self, key: Hashable, before: str, after: str | None, answer: Any) -> bool:
+        """Keep `answer`, computed between the snapshots `before` and `after` (None: unread),
+        if they match; whether it was kept."""
         if before != after or not self.enabled:
-            return
+            return False
         with self._lock:
             self._answers[(key, before)] = answer
             while len(self._answers) > self.entries:
                 self._answers.popitem(last=False)
+        return True
 
     def answer(self, db: Session, key: Hashable, compute: Callable[[], T]) -> T:
         """For code on a session: the cached answer under the current snapshot, else

@@ -21,7 +21,9 @@ of a layer have the same dense MAC count. Groups are GEMMs run back to back (Gem
 
 from __future__ import annotations
 
-from worker.sim.workload import GemmOp, TrainingPass
+from dataclasses import replace
+
+from worker.sim.workload import ConvGeometry, GemmOp, TrainingPass
 
 
 def conv_output_size(size: int, kernel: int, stride: int, padding: int, dilation: int = 1) -> int:
@@ -72,13 +74,30 @@ def lower_conv2d(
     positions = batch * out_h * out_w
     window = in_channels // groups * kh * kw
     filters = out_channels // groups
-    return _three_passes(
+    geometry = ConvGeometry(
+        batch=batch,
+        in_channels=in_channels,
+        out_channels=out_channels,
+        height=height,
+        width=width,
+        kernel_h=kh,
+        kernel_w=kw,
+        stride_h=sh,
+        stride_w=sw,
+        pad_h=ph,
+        pad_w=pw,
+        dilation_h=dh,
+        dilation_w=dw,
+        groups=groups,
+    )
+    ops = _three_passes(
         layer,
         fwd=(positions, window, filters),
         bwd_data=(positions, filters, window),
         bwd_weight=(filters, positions, window),
         groups=groups,
     )
+    return [replace(op, conv=geometry) for op in ops]
 
 
 def lower_linear(layer: str, rows: int, in_features: int, out_features: int) -> list[GemmOp]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -27,6 +27,43 @@ class TrainingPass(StrEnum):
 
 
 GemmRole = Literal["compute", "overhead"]
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """The convolution a GEMM was lowered from, so memory models can move the real tensors
+    (input feature map with its halo, output gradient, dX in image space) instead of im2col
+    windows. Which tensor each operand is follows from the GEMM's pass (worker.sim.lowering).
+    Channel counts are the whole layer's; a GEMM is one of `groups` groups."""
+
+    batch: int
+    in_channels: int  # C
+    out_channels: int  # K
+    height: int  # H of the input
+    width: int  # W of the input
+    kernel_h: int  # R
+    kernel_w: int  # S
+    stride_h: int = 1
+    stride_w: int = 1
+    pad_h: int = 0
+    pad_w: int = 0
+    dilation_h: int = 1
+    dilation_w: int = 1
+    groups: int = 1
+
+    @property
+    def out_h(self) -> int:
+        return (self.height + 2 * self.pad_h - self.dilation_h * (self.kernel_h - 1) - 1) // (
+            self.stride_h
+        ) + 1
+
+    @property
+    def out_w(self) -> int:
+        return (self.width + 2 * self.pad_w - self.dilation_w * (self.kernel_w - 1) - 1) // (
+            self.stride_w
+        ) + 1
+
+
 # Where an overhead GEMM runs: the systolic array, or ADA-GP's gradient predictor unit (when the
 # accelerator has one; otherwise the simulator runs it on the array).
 GemmUnit = Literal["array", "predictor"]
@@ -67,6 +104,9 @@ class GemmOp:
     # heads x batch); every count above is per group.
     groups: int = 1
     runs_on: GemmUnit = "array"
+    # The convolution behind this GEMM; None for linear layers, attention and workloads stored
+    # before geometry was recorded (those are simulated with the im2col convention).
+    conv: ConvGeometry | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -78,6 +118,8 @@ class GemmOp:
                 value = value.value
             elif isinstance(value, dict):
                 value = dict(value)
+            elif isinstance(value, ConvGeometry):
+                value = asdict(value)
             out[f.name] = value
         return out
 
@@ -88,6 +130,8 @@ class GemmOp:
         for name in ("a_row_nnz", "b_col_nnz"):
             if values.get(name) is not None:
                 values[name] = decode_counts(values[name])
+        if values.get("conv") is not None:
+            values["conv"] = ConvGeometry(**values["conv"])
         return cls(**values)
 
 

@@ -78,3 +78,12 @@ def test_query_indexes_exist_on_postgresql(postgres_url: str, table: str) -> Non
         "share_links": {("token_hash",)},
     }[table]
     assert expected <= indexed | unique
+
+
+def test_the_chain_has_one_head() -> None:
+    """Migrations written in parallel must be rebased into one line, not merged as branches."""
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(migrate.alembic_config("sqlite://"))
+    assert len(scripts.get_heads()) == 1, scripts.get_heads()
+    assert len(scripts.get_bases()) == 1

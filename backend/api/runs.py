@@ -147,7 +147,8 @@ def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoi
 
 EXPORT_COLUMNS = [
     "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
-    "is_baseline", "status", "created_at", "started_at", "finished_at", "duration_seconds",
+    "is_baseline", "baseline_hardware", "baseline_run_id", "status", "created_at",
+    "started_at", "finished_at", "duration_seconds",
     "accuracy", "loss", "speedup", "energy_ratio", "total_cycles", "compute_cycles",
     "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual", "macs_skipped",
     "macs_overhead", "dram_bytes", "params",

@@ -64,6 +64,10 @@ class RunOut(RunMetrics):
     training_id: int | None
     baseline_run_id: int | None
     is_baseline: bool
+    baseline_hardware: str = Field(
+        description="technique run: the baseline it is compared with ('dense': every extension "
+        "off; 'same': its own accelerator with only zero-skipping); baseline run: its hardware"
+    )
     technique: str
     model: str
     dataset: str

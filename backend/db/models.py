@@ -188,6 +188,11 @@ class Run(Base):
     accelerator_config: Mapped[dict[str, Any]]
     params: Mapped[dict[str, Any]]  # the swept values that make this run, flat, for filtering
     seed: Mapped[int] = mapped_column(Integer, default=0)
+    # A technique run: the baseline it is compared with ('dense' or 'same', see ExperimentSpec).
+    # A baseline run: the hardware it models.
+    baseline_hardware: Mapped[str] = mapped_column(
+        String(8), default="dense", server_default="dense"
+    )
     status: Mapped[str] = mapped_column(String(16), default="queued")
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)

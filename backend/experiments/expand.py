@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
-from backend.specs.experiment import ExperimentSpec, Scalar, SweepAxis
+from backend.specs.experiment import BaselineHardware, ExperimentSpec, Scalar, SweepAxis
 from backend.specs.training import (
     TECHNIQUE_NAMES,
     AdaGPParams,
@@ -70,6 +70,8 @@ class RunPlan:
     accelerator_config: dict[str, Any]  # with only the extensions this run uses switched on
     accelerator_key: str  # the accelerator as specified, shared by a run and its baseline
     params: dict[str, Any]
+    # A technique run: the baseline it is compared with. A baseline run: the hardware it models.
+    baseline_hardware: BaselineHardware = "dense"
 
 
 EXTENSION_OF_TECHNIQUE = {
@@ -77,6 +79,11 @@ EXTENSION_OF_TECHNIQUE = {
     "sparsetrain": "zero_skipping",
     "adagp": "gradient_predictor",
 }
+
+
+# What a 'same' baseline keeps of its accelerator: the dense training gets the natural
+# sparsity (ReLU, pooling) that any zero-skipping array exploits, and nothing else.
+SAME_BASELINE_TECHNIQUES = frozenset({"sparsetrain"})
 
 
 def hardware_for(accelerator: dict[str, Any], techniques: set[str]) -> dict[str, Any]:
@@ -87,6 +94,12 @@ def hardware_for(accelerator: dict[str, Any], techniques: set[str]) -> dict[str,
             bool(config[extension]["enabled"]) and technique in techniques
         )
     return config
+
+
+def baseline_hardware_for(accelerator: dict[str, Any], kind: BaselineHardware) -> dict[str, Any]:
+    """The accelerator a baseline runs on: every extension off ('dense'), or only
+    zero-skipping left as the accelerator has it ('same')."""
+    return hardware_for(accelerator, set(SAME_BASELINE_TECHNIQUES) if kind == "same" else set())
 
 
 @dataclass
@@ -142,8 +155,9 @@ def count_points(spec: ExperimentSpec) -> int:
 
 def count_runs(spec: ExperimentSpec) -> int:
     """An upper bound on the runs `expand` makes, computed without expanding."""
+    baselines = 2 if spec.baseline_hardware == "same" else 1
     sets = len(spec.techniques)
-    return count_points(spec) * len(spec.seeds) * len(spec.accelerators) * (sets + 1)
+    return count_points(spec) * len(spec.seeds) * len(spec.accelerators) * (sets + baselines)
 
 
 def _set_path(target: dict[str, Any], path: list[str], value: Any, loc: tuple[str, ...]) -> None:
@@ -248,7 +262,22 @@ def expand(spec: ExperimentSpec, max_runs: int) -> Expansion:
     accelerators = _accelerators(spec)
     baseline = [BaselineParams().model_dump()]
     expansion = Expansion()
-    seen_runs: set[tuple[str, str]] = set()
+    seen_runs: set[tuple[str, str, str]] = set()
+
+    def add_run(
+        key: str,
+        accel: dict[str, Any],
+        hardware: dict[str, Any],
+        params: dict[str, Any],
+        baseline_hardware: BaselineHardware,
+    ) -> None:
+        accelerator_key = json.dumps(accel, sort_keys=True)
+        if (key, accelerator_key, baseline_hardware) in seen_runs:
+            return
+        seen_runs.add((key, accelerator_key, baseline_hardware))
+        expansion.runs.append(
+            RunPlan(key, accel["name"], hardware, accelerator_key, params, baseline_hardware)
+        )
 
     for point in sweep_points(spec):
         for seed in spec.seeds:
@@ -271,25 +300,27 @@ def expand(spec: ExperimentSpec, max_runs: int) -> Expansion:
             for members in [baseline, *sets]:
                 label = technique_label([_technique_adapter.validate_python(m) for m in members])
                 key = training_key(config, members)
+                is_baseline = label == "baseline"
                 expansion.trainings.setdefault(
-                    key,
-                    TrainingPlan(key, label, members, config, is_baseline=label == "baseline"),
+                    key, TrainingPlan(key, label, members, config, is_baseline=is_baseline)
                 )
                 names = {m["name"] for m in members}
                 for accel in run_accelerators:
-                    accelerator_key = json.dumps(accel, sort_keys=True)
-                    if (key, accelerator_key) in seen_runs:
-                        continue
-                    seen_runs.add((key, accelerator_key))
                     params = {"technique": label, "accelerator": accel["name"], "seed": seed}
                     params.update(
                         (path, value)
                         for path, value in point.items()
                         if path.partition(".")[0] in {"training", "accelerator", *names}
                     )
-                    expansion.runs.append(
-                        RunPlan(
-                            key, accel["name"], hardware_for(accel, names), accelerator_key, params
-                        )
-                    )
+                    if not is_baseline:
+                        hardware = hardware_for(accel, names)
+                        add_run(key, accel, hardware, params, spec.baseline_hardware)
+                        continue
+                    # Every accelerator gets the dense baseline; 'same' adds its own baseline run
+                    # (not merged with the dense one even where the two configs coincide).
+                    kinds: list[BaselineHardware] = ["dense"]
+                    if spec.baseline_hardware == "same":
+                        kinds.append("same")
+                    for kind in kinds:
+                        add_run(key, accel, baseline_hardware_for(accel, kind), params, kind)
     return expansion

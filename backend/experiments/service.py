@@ -78,6 +78,7 @@ def record_experiment(
             accelerator_config=plan.accelerator_config,
             params=plan.params,
             seed=config["seed"],
+            baseline_hardware=plan.baseline_hardware,
             status="queued",
         )
         db.add(run)
@@ -86,7 +87,7 @@ def record_experiment(
 
     baseline_members = [BaselineParams().model_dump()]
     baselines = {
-        (plan.training_key, plan.accelerator_key): run
+        (plan.training_key, plan.accelerator_key, plan.baseline_hardware): run
         for run, plan in runs
         if expansion.trainings[plan.training_key].is_baseline
     }
@@ -94,7 +95,8 @@ def record_experiment(
         if not run.is_baseline:
             config = expansion.trainings[plan.training_key].training_config
             baseline_key = training_key(config, baseline_members)
-            run.baseline_run_id = baselines[(baseline_key, plan.accelerator_key)].id
+            reference = (baseline_key, plan.accelerator_key, plan.baseline_hardware)
+            run.baseline_run_id = baselines[reference].id
     return experiment
 
 

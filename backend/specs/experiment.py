@@ -26,6 +26,7 @@ from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.training import TechniqueParams, TrainingConfig
 
 Scalar = float | int | str | bool
+BaselineHardware = Literal["dense", "same"]
 
 
 class _Spec(BaseModel):
@@ -123,6 +124,13 @@ class ExperimentSpec(_Spec):
         default_factory=lambda: [0], min_length=1, max_length=100, description="training seeds"
     )
     sweep: Sweep | None = Field(None, description="optional sweep over any field")
+    baseline_hardware: BaselineHardware = Field(
+        "dense",
+        description="what each run's speedup is measured against: 'dense' = the dense training "
+        "on the accelerator with every extension off; 'same' = the dense training on the run's "
+        "own accelerator with only zero-skipping left on (what a technique adds on top of a "
+        "zero-skipping array)",
+    )
 
     @field_validator("accelerators")
     @classmethod

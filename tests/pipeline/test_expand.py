@@ -110,3 +110,35 @@ def test_grid_and_interval_forms_are_checked() -> None:
         spec(sweep={"parameters": {"training.learning_rate": {"low": 0.1, "high": 0.2}}})
     with pytest.raises(ValueError, match="exactly one of"):
         spec(sweep={"parameters": {"training.epochs": {"values": [1], "start": 1}}})
+
+
+def test_same_baseline_hardware_adds_a_zero_skipping_baseline_per_accelerator() -> None:
+    dense = expand(spec(accelerators=["edge", "tpu-like"]), 1000)
+    same = expand(spec(accelerators=["edge", "tpu-like"], baseline_hardware="same"), 1000)
+    assert len(same.trainings) == len(dense.trainings) == 2  # the baseline still trains once
+    assert count_runs(spec(accelerators=["edge"], baseline_hardware="same")) == 3
+    by_kind: dict[tuple[str, str], list] = {}
+    for run in same.runs:
+        kind = "baseline" if run.params["technique"] == "baseline" else "technique"
+        by_kind.setdefault((kind, run.baseline_hardware), []).append(run)
+    assert {key: len(runs) for key, runs in by_kind.items()} == {
+        ("baseline", "dense"): 2,
+        ("baseline", "same"): 2,
+        ("technique", "same"): 2,
+    }
+    for run in by_kind[("baseline", "same")]:
+        hardware = run.accelerator_config
+        assert hardware["zero_skipping"]["enabled"]  # both presets can skip zeros
+        assert not hardware["mercury"]["enabled"]
+        assert not hardware["gradient_predictor"]["enabled"]
+    for run in by_kind[("baseline", "dense")]:
+        assert not run.accelerator_config["zero_skipping"]["enabled"]
+    assert all(run.baseline_hardware == "dense" for run in dense.runs)
+
+
+def test_same_baseline_keeps_zero_skipping_off_where_the_accelerator_has_none() -> None:
+    plain = {"name": "plain", "zero_skipping": {"enabled": False}}
+    expansion = expand(spec(accelerators=[plain], baseline_hardware="same"), 1000)
+    baselines = [r for r in expansion.runs if r.params["technique"] == "baseline"]
+    assert sorted(r.baseline_hardware for r in baselines) == ["dense", "same"]
+    assert all(not r.accelerator_config["zero_skipping"]["enabled"] for r in baselines)

@@ -1,5 +1,6 @@
 """The job runner on PostgreSQL: real training, stored once, however often it is delivered."""
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, update
 
@@ -104,3 +105,43 @@ def test_cancelled_before_start_never_trains(api: TestClient, pg_settings: Setti
     assert {run_training_job(url, t, task_id="x") for t in training_ids(url)} == {"cancelled"}
     assert rows(url, EpochMetric) == 0
     assert rows(url, Run, status="cancelled") == 4
+
+
+def test_same_baseline_hardware_measures_against_a_zero_skipping_array(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    """'same' compares SparseTrain with the dense training on its own zero-skipping array,
+    whose natural ReLU sparsity already saves work: that baseline computes less (on this tiny
+    stall-bound MLP its total may not fall), so the speedup left to the technique is at most
+    the one against the dense array."""
+    url = pg_settings.effective_database_url
+    spec = {
+        "name": "same baseline",
+        "training": SPEC["training"],
+        "techniques": [{"name": "sparsetrain", "prune_rate": 0.9}],
+        "accelerators": ["edge"],
+        "baseline_hardware": "same",
+    }
+    assert api.post("/api/v1/experiments", json=spec).status_code == 201
+    for training_id in training_ids(url):
+        assert run_training_job(url, training_id, task_id="t1") == "done"
+    with session_scope(url) as db:
+        runs = list(db.scalars(select(Run).order_by(Run.id)))
+        baselines = {r.baseline_hardware: r for r in runs if r.is_baseline}
+        (technique,) = [r for r in runs if not r.is_baseline]
+        assert technique.baseline_hardware == "same"
+        assert technique.baseline_run_id == baselines["same"].id
+        assert baselines["same"].macs_skipped > 0 == baselines["dense"].macs_skipped
+        assert baselines["same"].compute_cycles < baselines["dense"].compute_cycles
+        assert baselines["same"].total_cycles <= baselines["dense"].total_cycles
+        against_dense = baselines["dense"].total_cycles / technique.total_cycles
+        assert technique.speedup == pytest.approx(
+            baselines["same"].total_cycles / technique.total_cycles
+        )
+        assert technique.speedup <= against_dense
+    listed = api.get("/api/v1/runs").json()
+    items = listed["items"] if isinstance(listed, dict) else listed
+    assert sorted(r["baseline_hardware"] for r in items) == ["dense", "same", "same"]
+    exported = api.get("/api/v1/runs/export?format=csv").text.splitlines()
+    header = exported[0].split(",")
+    assert "baseline_hardware" in header and "baseline_run_id" in header

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -31,7 +32,18 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
+
+
+def _output_width() -> int | None:
+    """A terminal's own width; when piped, COLUMNS if set, else wide enough that tables are
+    never cut (rich would otherwise assume 80 columns and truncate cells)."""
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else 1000
+
+
+console = Console(width=_output_width())
 
 
 @app.command()
@@ -105,14 +117,41 @@ def serve(
             worker_process.wait(timeout=30)
 
 
-ServerUrl = Annotated[str, typer.Option("--url", envvar="ORRERY_URL", help="the Orrery server")]
+ServerUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="ORRERY_URL",
+        help="the Orrery server [default: http://ORRERY_API_HOST:ORRERY_API_PORT, as `orrery "
+        "serve` binds it]",
+        show_default=False,
+    ),
+]
 Token = Annotated[
     str | None, typer.Option("--token", envvar="ORRERY_TOKEN", help="personal API token")
 ]
+Json = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 
 
-def _client(url: str, token: str | None) -> OrreryClient:
-    return OrreryClient(url, token=token)
+def default_server_url() -> str:
+    """Where `orrery serve` listens under the same settings (a wildcard bind is reached on the
+    loopback address)."""
+    settings = get_settings()
+    host = settings.api_host
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.api_port}"
+
+
+def _client(url: str | None, token: str | None) -> OrreryClient:
+    return OrreryClient(url or default_server_url(), token=token)
+
+
+def print_json(data: Any) -> None:
+    """JSON on standard output, untouched by rich (for jq and scripts)."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -137,9 +176,14 @@ def _call(action: Callable[[], T]) -> T:
 def load_spec(path: Path) -> dict[str, Any]:
     """Read a YAML or JSON experiment spec, or exit with a message naming the problem."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         _fail(f"cannot read {path}: {exc.strerror}")
+    except UnicodeDecodeError as exc:
+        _fail(
+            f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); save the spec as UTF-8"
+        )
     except yaml.YAMLError as exc:
         _fail(f"{path} is not valid YAML/JSON: {exc}")
     if not isinstance(data, dict):
@@ -151,7 +195,7 @@ def load_spec(path: Path) -> dict[str, Any]:
 def submit(
     spec_file: Annotated[Path, typer.Argument(help="experiment spec, YAML or JSON")],
     wait: Annotated[bool, typer.Option(help="wait for every run, with progress bars")] = False,
-    url: ServerUrl = "http://127.0.0.1:8000",
+    url: ServerUrl = None,
     token: Token = None,
 ) -> None:
     """Submit an experiment; with --wait, follow its runs until they finish."""
@@ -239,7 +283,8 @@ def runs(
     status: Annotated[list[str] | None, typer.Option(help="status (repeatable)")] = None,
     sort: Annotated[str, typer.Option(help="columns, '-' for descending")] = "-id",
     limit: Annotated[int, typer.Option(help="rows to show")] = 50,
-    url: ServerUrl = "http://127.0.0.1:8000",
+    as_json: Json = False,
+    url: ServerUrl = None,
     token: Token = None,
 ) -> None:
     """List runs as a table."""
@@ -252,8 +297,125 @@ def runs(
     }
     with _client(url, token) as client:
         page = _call(lambda: client.runs(**filters))
+    if as_json:
+        print_json(page)
+        return
     print_runs(page["items"])
     console.print(f"{len(page['items'])} of {page['total']} runs")
+
+
+@app.command()
+def show(
+    run_id: Annotated[int, typer.Argument(help="run id")],
+    as_json: Json = False,
+    url: ServerUrl = None,
+    token: Token = None,
+) -> None:
+    """One run in full: spec, accelerator, baseline, status, per-layer and per-epoch figures."""
+    with _client(url, token) as client:
+        run = _call(lambda: client.run(run_id))
+    if as_json:
+        print_json(run)
+        return
+    for table in run_tables(run):
+        console.print(table)
+
+
+def run_tables(run: dict[str, Any]) -> list[Table]:
+    """The run as tables: summary, per-layer-per-pass figures, per-epoch training figures."""
+    summary = Table(title=f"run {run['id']}: {run['technique']}", show_header=False)
+    summary.add_column("field", style="bold")
+    summary.add_column("value")
+    baseline = (
+        "itself (a baseline)"
+        if run["is_baseline"]
+        else f"run {run['baseline_run_id']} ({run['baseline_hardware']} hardware)"
+    )
+    rows = {
+        "experiment": str(run["experiment_id"]),
+        "status": run["status"] + (f": {run['error']}" if run["error"] else ""),
+        "model / data": f"{run['model']} on {run['dataset']}, seed {run['seed']}",
+        "training": json.dumps(run["training_config"], sort_keys=True),
+        "techniques": json.dumps(run["technique_params"], sort_keys=True),
+        "accelerator": f"{run['accelerator_name']}: "
+        + json.dumps(run["accelerator_config"], sort_keys=True),
+        "compared with": baseline,
+        "accuracy": _fmt(run["accuracy"], "{:.2%}"),
+        "speedup": _fmt(run["speedup"], "{:.3f}x"),
+        "energy ratio": _fmt(run["energy_ratio"], "{:.3f}"),
+        "cycles": _fmt(run["total_cycles"], "{:,}"),
+        "energy": _fmt(run["energy_pj"] and run["energy_pj"] / 1e6, "{:,.1f} µJ"),
+        "MACs actual / algorithmic": f"{_fmt(run['macs_actual'], '{:,}')} / "
+        f"{_fmt(run['macs_algorithmic'], '{:,}')} (overhead {_fmt(run['macs_overhead'], '{:,}')})",
+    }
+    for field, value in rows.items():
+        summary.add_row(field, value)
+    tables = [summary]
+    if run["layers"]:
+        layers = Table(title="per layer and pass (whole training)")
+        headers = ("layer", "pass", "role", "MACs actual", "MACs skipped", "compute cyc",
+                   "stall cyc", "total cyc", "util %", "DRAM MiB", "energy µJ")  # fmt: skip
+        for header in headers:
+            layers.add_column(header, justify="left" if header in headers[:3] else "right")
+        for layer in run["layers"]:
+            layers.add_row(
+                layer["layer"],
+                layer["training_pass"],
+                layer["role"],
+                f"{layer['macs_actual']:,}",
+                f"{layer['macs_skipped']:,}",
+                f"{layer['compute_cycles']:,}",
+                f"{layer['stall_cycles']:,}",
+                f"{layer['total_cycles']:,}",
+                f"{100 * layer['utilization']:.1f}",
+                f"{layer['dram_bytes'] / 2**20:.2f}",
+                f"{layer['energy_pj'] / 1e6:.2f}",
+            )
+        tables.append(layers)
+    if run["epochs"]:
+        epochs = Table(title="per epoch")
+        keys = ("epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy",
+                "hit_rate", "density_fwd", "density_bwd", "gp_fraction", "seconds")  # fmt: skip
+        shown = [k for k in keys if any(e.get(k) is not None for e in run["epochs"])]
+        for key in shown:
+            epochs.add_column(key.replace("_", " "), justify="right")
+        for epoch in run["epochs"]:
+            epochs.add_row(*(_fmt(epoch.get(k), "{:.4g}") for k in shown))
+        tables.append(epochs)
+    return tables
+
+
+@app.command()
+def compare(
+    run_ids: Annotated[list[int], typer.Argument(help="run ids")],
+    as_json: Json = False,
+    url: ServerUrl = None,
+    token: Token = None,
+) -> None:
+    """Each run against its baseline: speedup, energy ratio, accuracy and its change."""
+    with _client(url, token) as client:
+        rows = _call(lambda: client.compare(run_ids))
+    if as_json:
+        print_json(rows)
+        return
+    table = Table()
+    for header in ("run", "technique", "accelerator", "baseline run", "speedup", "energy ratio",
+                   "accuracy", "Δ accuracy"):  # fmt: skip
+        table.add_column(
+            header, justify="left" if header in ("technique", "accelerator") else "right"
+        )
+    for row in rows:
+        table.add_row(
+            str(row["run_id"]),
+            row["technique"],
+            row["accelerator_name"],
+            _fmt(row["baseline_run_id"], "{}"),
+            _fmt(row["speedup"], "{:.3f}x"),
+            _fmt(row["energy_ratio"], "{:.3f}"),
+            _fmt(row["accuracy"], "{:.2%}"),
+            _fmt(row["accuracy_delta"] and 100 * row["accuracy_delta"], "{:+.2f} pt"),
+        )
+    console.print(table)
 
 
 @app.command()
@@ -261,7 +423,7 @@ def export(
     output: Annotated[Path, typer.Option("--output", "-o", help="file to write")],
     format: Annotated[str, typer.Option(help="csv or json")] = "csv",
     experiment: Annotated[list[int] | None, typer.Option(help="experiment id (repeatable)")] = None,
-    url: ServerUrl = "http://127.0.0.1:8000",
+    url: ServerUrl = None,
     token: Token = None,
 ) -> None:
     """Export every matching run (with params, times and metrics) to CSV or JSON."""

@@ -86,6 +86,9 @@ class OrreryClient:
     def run(self, run_id: int) -> dict[str, Any]:
         return self._request("GET", f"/runs/{run_id}")
 
+    def compare(self, run_ids: list[int]) -> list[dict[str, Any]]:
+        return self._request("GET", "/runs/compare", params={"ids": run_ids})
+
     def iter_runs(self, page_size: int = 500, **filters: Any) -> Iterator[dict[str, Any]]:
         offset = 0
         while True:

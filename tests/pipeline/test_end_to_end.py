@@ -1,6 +1,7 @@
 """End to end with real services: the API, PostgreSQL, Redis and a Celery worker process;
 and the same flow on the embedded defaults (SQLite, no Redis) through `orrery serve`."""
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -89,14 +90,47 @@ def test_cli_submit_and_wait_on_embedded_defaults(tmp_path: Path) -> None:
     with embedded_server(tmp_path / "data") as server:
         url, env = server.url, server.env
         result = orrery("submit", str(spec_file), "--wait", "--url", url, env=env, timeout=300)
-        listing = orrery("runs", "--url", url, env=env)
-        exported = orrery("export", "-o", str(export), "--url", url, env=env)
+        # No --url: the CLI finds the server where the same settings (ORRERY_API_PORT) put it.
+        listing = orrery("runs", env=env)
+        exported = orrery("export", "-o", str(export), env=env)
+        listed = orrery("runs", "--json", env=env)
+        shown = orrery("show", "2", env=env)
+        shown_json = orrery("show", "2", "--json", env=env)
+        compared = orrery("compare", "1", "2", "--json", env=env)
+        compared_table = orrery("compare", "1", "2", env=env)
+        # Piped with no COLUMNS, as `orrery runs | less` is: nothing is cut to 80 columns.
+        piped = subprocess.run(
+            [ORRERY_BIN, "show", "2"],
+            env={k: v for k, v in env.items() if k != "COLUMNS"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "experiment 1 done" in result.stdout
     assert "2 of 2 runs" in listing.stdout
     assert "sparsetrain" in listing.stdout and "baseline" in listing.stdout
     assert exported.returncode == 0
     assert len(export.read_text().strip().splitlines()) == 3  # header + 2 runs
+
+    page = json.loads(listed.stdout)
+    assert page["total"] == 2 and {r["technique"] for r in page["items"]} == {
+        "baseline",
+        "sparsetrain",
+    }
+    run = json.loads(shown_json.stdout)
+    assert run["id"] == 2 and run["layers"] and run["epochs"]
+    assert run["baseline_run_id"] == 1 and run["baseline_hardware"] == "dense"
+    for text in (shown.stdout, piped.stdout):
+        assert "run 2: sparsetrain" in text and "per layer and pass" in text
+        for layer in run["layers"]:
+            assert layer["layer"] in text
+        assert "…" not in text  # rich marks a cut cell with an ellipsis
+    rows = {row["run_id"]: row for row in json.loads(compared.stdout)}
+    assert rows[1]["speedup"] == 1.0 and rows[1]["accuracy_delta"] == 0.0
+    assert rows[2]["baseline_run_id"] == 1
+    assert rows[2]["speedup"] == run["speedup"]
+    assert "sparsetrain" in compared_table.stdout and "Δ accuracy" in compared_table.stdout
 
 
 def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
@@ -107,8 +141,17 @@ def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
     with embedded_server(tmp_path / "data", "--no-with-worker") as server:
         refused = orrery("submit", str(bad), "--url", server.url, env=server.env)
     unreachable = orrery("runs", "--url", "http://127.0.0.1:1", env=server.env)
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("name: expérience\ntechniques: [{name: mercury}]\n".encode("latin-1"))
+    undecodable = orrery("submit", str(latin1), "--url", "http://127.0.0.1:1", env=server.env)
+    assert undecodable.returncode == 1
+    assert "not UTF-8 text (byte 0xe9 at offset 9)" in undecodable.stdout
     assert refused.returncode == 2
     assert "signature_bits" in refused.stdout and "greater than or equal to 1" in refused.stdout
     assert unreachable.returncode == 1 and "cannot reach the server" in unreachable.stdout
-    for output in (refused.stdout + refused.stderr, unreachable.stdout + unreachable.stderr):
+    for output in (
+        refused.stdout + refused.stderr,
+        unreachable.stdout + unreachable.stderr,
+        undecodable.stdout + undecodable.stderr,
+    ):
         assert "Traceback" not in output

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
@@ -15,6 +15,7 @@ from sqlalchemy.orm import aliased, selectinload
 
 from backend.analysis.pareto import front_2d, front_3d
 from backend.api.deps import DbSession
+from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_query import RunFilters, filtered_runs, run_filters, visible_to
 from backend.api.schemas import Comparison, EpochOut, LayerOut, Page, ParetoPoint, RunDetail, RunOut
 from backend.api.security import CurrentUser
@@ -145,28 +146,6 @@ def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoi
     ]
 
 
-EXPORT_COLUMNS = [
-    "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
-    "is_baseline", "baseline_hardware", "baseline_run_id", "status", "created_at",
-    "started_at", "finished_at", "duration_seconds",
-    "accuracy", "loss", "speedup", "energy_ratio", "total_cycles", "compute_cycles",
-    "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual", "macs_skipped",
-    "macs_overhead", "dram_bytes", "params",
-]  # fmt: skip
-
-
-def export_row(run: Run) -> dict[str, Any]:
-    row = {name: getattr(run, name, None) for name in EXPORT_COLUMNS}
-    row["duration_seconds"] = (
-        (run.finished_at - run.started_at).total_seconds()
-        if run.finished_at and run.started_at
-        else None
-    )
-    for name in ("created_at", "started_at", "finished_at"):
-        row[name] = row[name].isoformat() if row[name] else None
-    return row
-
-
 @router.get("/export", response_class=StreamingResponse)
 def export(
     request: Request,
@@ -175,21 +154,22 @@ def export(
     filters: Filters,
     format: Annotated[Literal["csv", "json"], Query(description="csv or json")] = "csv",
 ) -> StreamingResponse:
-    """Every run matching the filters, streamed, with times, duration and swept params."""
+    """Every run matching the filters, streamed: times, duration, swept params, metrics, and
+    the whole training config, accelerator config and technique settings (flat columns in CSV,
+    nested in JSON)."""
     query = filtered_runs(db, user, filters).order_by(*filters.order_by())
     database_url = request.app.state.settings.effective_database_url
 
-    def rows() -> Iterator[dict[str, Any]]:
+    def rows() -> Iterator[Run]:
         with session_factory(database_url)() as session:
-            for run in session.scalars(query.execution_options(yield_per=500)):
-                yield export_row(run)
+            yield from session.scalars(query.execution_options(yield_per=500))
 
     def as_csv() -> Iterator[str]:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, EXPORT_COLUMNS)
+        writer = csv.DictWriter(buffer, EXPORT_COLUMNS, extrasaction="ignore")
         writer.writeheader()
-        for count, row in enumerate(rows(), 1):
-            writer.writerow({**row, "params": json.dumps(row["params"], sort_keys=True)})
+        for count, run in enumerate(rows(), 1):
+            writer.writerow({name: csv_cell(value) for name, value in export_row(run).items()})
             if count % 500 == 0:
                 yield buffer.getvalue()
                 buffer.seek(0)
@@ -198,8 +178,8 @@ def export(
 
     def as_json() -> Iterator[str]:
         yield "["
-        for count, row in enumerate(rows()):
-            yield ("," if count else "") + json.dumps(row)
+        for count, run in enumerate(rows()):
+            yield ("," if count else "") + json.dumps(nested_row(run))
         yield "]"
 
     media = "text/csv" if format == "csv" else "application/json"

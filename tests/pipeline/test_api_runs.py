@@ -115,8 +115,28 @@ def test_export_streams_every_matching_run(api: TestClient, finished: dict) -> N
     assert [int(r["id"]) for r in rows] == sorted(finished)
     assert {"created_at", "duration_seconds", "params", "speedup"} <= set(rows[0])
     assert json.loads(rows[1]["params"])["accelerator"] == "edge"
+    # Everything stored about a run, flat: training config, accelerator, technique settings
+    # (those not swept too), baseline and error.
+    for row in rows:
+        detail = api.get(f"/api/v1/runs/{row['id']}").json()
+        assert row["baseline_run_id"] == str(detail["baseline_run_id"] or "")
+        assert row["training.model"] == "mlp"
+        assert row["training.learning_rate"] == str(detail["training_config"]["learning_rate"])
+        assert row["accelerator.rows"] == str(detail["accelerator_config"]["rows"])
+        assert row["accelerator.energy.dram"] == str(detail["accelerator_config"]["energy"]["dram"])
+        params = {p["name"]: p for p in detail["technique_params"]}
+        if "mercury" in params:
+            assert row["mercury.signature_bits"] == str(params["mercury"]["signature_bits"])
+            assert (
+                json.loads(row["mercury.excluded_layers"]) == params["mercury"]["excluded_layers"]
+            )
+        else:
+            assert row["mercury.signature_bits"] == ""
+        assert row["sparsetrain.prune_rate"] == ""
     data = api.get("/api/v1/runs/export", params={"format": "json", "technique": "mercury"}).json()
     assert len(data) == 3 and all(row["technique"] == "mercury" for row in data)
+    assert sorted(row["technique_params"][0]["signature_bits"] for row in data) == [8, 16, 24]
+    assert all(row["accelerator_config"]["name"] == "edge" for row in data)
 
 
 def test_run_detail_and_404(api: TestClient, finished: dict) -> None:

@@ -1,0 +1,85 @@
+"""The rows of a run export: every stored fact about a run, flat, one column per leaf.
+
+A CSV needs its header before the first row, so the columns come from the spec models, not from
+the runs: `training.<field>` for the training config, `accelerator.<path>` for every leaf of the
+accelerator config (e.g. `accelerator.energy.dram`), and `<technique>.<field>` for every knob of
+every technique (empty where the run does not use that technique). Lists and values stored by
+older versions under names the models no longer have are kept as JSON in `params` and the
+nested JSON export; the flat columns are what spreadsheets and data frames read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, get_args
+
+from backend.db.models import Run
+from backend.specs.accelerator import AcceleratorConfig
+from backend.specs.training import AnyTechnique, TrainingConfig
+
+RUN_COLUMNS = [
+    "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
+    "is_baseline", "baseline_hardware", "baseline_run_id", "status", "error", "created_at",
+    "started_at", "finished_at", "duration_seconds",
+    "accuracy", "loss", "speedup", "energy_ratio", "total_cycles", "compute_cycles",
+    "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual", "macs_skipped",
+    "macs_overhead", "dram_bytes", "params",
+]  # fmt: skip
+
+
+def _leaves(data: dict[str, Any], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _technique_columns() -> list[str]:
+    columns = []
+    for model in get_args(AnyTechnique):
+        defaults = model().model_dump()
+        name = defaults.pop("name")
+        columns += list(_leaves(defaults, f"{name}."))
+    return columns
+
+
+TRAINING_COLUMNS = list(_leaves(TrainingConfig().model_dump(), "training."))
+ACCELERATOR_COLUMNS = list(_leaves(AcceleratorConfig().model_dump(), "accelerator."))
+TECHNIQUE_COLUMNS = _technique_columns()
+EXPORT_COLUMNS = [*RUN_COLUMNS, *TRAINING_COLUMNS, *ACCELERATOR_COLUMNS, *TECHNIQUE_COLUMNS]
+
+
+def export_row(run: Run) -> dict[str, Any]:
+    """One run as {column: value}, nested configs flattened into the export's columns."""
+    row = {name: getattr(run, name, None) for name in RUN_COLUMNS}
+    row["duration_seconds"] = (
+        (run.finished_at - run.started_at).total_seconds()
+        if run.finished_at and run.started_at
+        else None
+    )
+    for name in ("created_at", "started_at", "finished_at"):
+        row[name] = row[name].isoformat() if row[name] else None
+    row.update(_leaves(run.training_config or {}, "training."))
+    row.update(_leaves(run.accelerator_config or {}, "accelerator."))
+    for params in run.technique_params or []:
+        values = dict(params)
+        name = values.pop("name", "")
+        row.update(_leaves(values, f"{name}."))
+    return row
+
+
+def csv_cell(value: Any) -> Any:
+    """Lists and mappings as JSON; everything else as the csv module writes it."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
+
+
+def nested_row(run: Run) -> dict[str, Any]:
+    """One run for the JSON export: the run's columns, and its configs as stored."""
+    row = {name: value for name, value in export_row(run).items() if name in RUN_COLUMNS}
+    row["training_config"] = run.training_config
+    row["accelerator_config"] = run.accelerator_config
+    row["technique_params"] = run.technique_params
+    return row

@@ -53,6 +53,12 @@ def compare_page() -> HTMLResponse:
     return _html("compare")
 
 
+@router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+def run_page(run_id: int) -> HTMLResponse:
+    """One run in full: spec, baseline, status, per-layer-per-pass figures, training curves."""
+    return _html("run")
+
+
 @router.get("/dashboards", response_class=HTMLResponse, include_in_schema=False)
 def dashboards_page() -> HTMLResponse:
     return _html("dashboards")

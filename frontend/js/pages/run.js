@@ -1,0 +1,140 @@
+// One run in full: what it is, what it was compared with, and every figure it produced.
+
+import { API, describe, getJson } from "../api.js";
+import curves from "../charts/curves.js";
+import { el, fmtNumber, fmtPercent } from "../format.js";
+import { statusCell } from "../run-table.js";
+
+const runId = Number(location.pathname.split("/").pop());
+const errors = document.getElementById("page-errors");
+
+const link = (href, text) => el("a", { href, text });
+const mib = (bytes) => (bytes === null || bytes === undefined ? "–" : `${fmtNumber(bytes / 2 ** 20)} MiB`);
+const microjoules = (pj) => (pj === null || pj === undefined ? "–" : `${fmtNumber(pj / 1e6)} µJ`);
+
+function facts(container, rows) {
+  for (const [term, value] of rows) {
+    container.append(el("dt", { text: term }), el("dd", {}, value));
+  }
+}
+
+function baselineText(run) {
+  if (run.is_baseline) return `itself: a baseline (${run.baseline_hardware} hardware)`;
+  if (run.baseline_run_id === null) return "no baseline";
+  const hardware = run.baseline_hardware === "same"
+    ? "the same accelerator with only zero-skipping on"
+    : "the dense accelerator (every extension off)";
+  return el("span", {}, link(`/runs/${run.baseline_run_id}`, `run #${run.baseline_run_id}`), `, on ${hardware}`);
+}
+
+function renderSummary(run) {
+  document.title = `Run #${run.id} · Orrery`;
+  document.getElementById("title").textContent = `Run #${run.id}: ${run.technique} on ${run.accelerator_name}`;
+  const status = statusCell(run);
+  if (run.error) status.append(" ", el("span", { class: "failure-reason", text: run.error }));
+  facts(document.getElementById("summary"), [
+    ["Status", status],
+    ["Experiment", link(`/experiments/${run.experiment_id}`, `experiment #${run.experiment_id}`)],
+    ["Compared with", baselineText(run)],
+    ["Model, data, seed", `${run.model} on ${run.dataset}, seed ${run.seed}`],
+    ["Test accuracy", fmtPercent(run.accuracy)],
+    ["Speedup", run.speedup === null ? "–" : `${run.speedup.toFixed(3)}×`],
+    ["Energy ratio", fmtNumber(run.energy_ratio)],
+    ["Cycles (compute + stall)", `${fmtNumber(run.total_cycles)} (${fmtNumber(run.compute_cycles)} + ${fmtNumber(run.stall_cycles)})`],
+    ["Energy", microjoules(run.energy_pj)],
+    ["MACs actual / algorithmic", `${fmtNumber(run.macs_actual)} / ${fmtNumber(run.macs_algorithmic)}`],
+    ["MACs skipped / overhead", `${fmtNumber(run.macs_skipped)} / ${fmtNumber(run.macs_overhead)}`],
+    ["DRAM traffic", mib(run.dram_bytes)],
+  ]);
+}
+
+function keyValueTable(caption, data, prefix = "") {
+  const rows = [];
+  const walk = (value, path) => {
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      for (const [key, inner] of Object.entries(value)) walk(inner, path ? `${path}.${key}` : key);
+    } else {
+      rows.push([path, Array.isArray(value) ? JSON.stringify(value) : String(value)]);
+    }
+  };
+  walk(data, prefix);
+  return el("table", { class: "data compact" },
+    el("caption", { text: caption }),
+    el("tbody", {}, rows.map(([key, value]) => el("tr", {}, el("th", { scope: "row", text: key }), el("td", { text: value })))));
+}
+
+function renderSpec(run) {
+  const spec = document.getElementById("spec");
+  spec.append(keyValueTable("Training", run.training_config));
+  for (const params of run.technique_params) {
+    const { name, ...knobs } = params;
+    spec.append(keyValueTable(`Technique: ${name}`, Object.keys(knobs).length ? knobs : { "(no settings)": "" }));
+  }
+  spec.append(keyValueTable(`Accelerator: ${run.accelerator_name}`, run.accelerator_config));
+}
+
+const LAYER_COLUMNS = [
+  ["Layer", (l) => l.layer],
+  ["Pass", (l) => l.training_pass],
+  ["Role", (l) => l.role],
+  ["MACs actual", (l) => fmtNumber(l.macs_actual), true],
+  ["MACs skipped", (l) => fmtNumber(l.macs_skipped), true],
+  ["MACs overhead", (l) => fmtNumber(l.macs_overhead), true],
+  ["Compute cycles", (l) => fmtNumber(l.compute_cycles), true],
+  ["of which extension", (l) => fmtNumber(l.details.extension_cycles), true],
+  ["Stall cycles", (l) => fmtNumber(l.stall_cycles), true],
+  ["Total cycles", (l) => fmtNumber(l.total_cycles), true],
+  ["Utilisation", (l) => fmtPercent(l.utilization), true],
+  ["DRAM", (l) => mib(l.dram_bytes), true],
+  ["Energy", (l) => microjoules(l.energy_pj), true],
+];
+
+function renderLayers(run) {
+  const box = document.getElementById("layers");
+  if (!run.layers.length) {
+    box.append(el("p", { class: "muted", text: run.status === "done" ? "no layer results stored" : `no results yet (${run.status})` }));
+    return;
+  }
+  box.append(el("table", { class: "data", id: "layer-table" },
+    el("thead", {}, el("tr", {}, LAYER_COLUMNS.map(([label]) => el("th", { scope: "col", text: label })))),
+    el("tbody", {}, run.layers.map((layer) => el("tr", {},
+      LAYER_COLUMNS.map(([, value, num]) => el("td", { class: num ? "num" : undefined, text: value(layer) })))))));
+}
+
+/** The per-layer figures the training recorded each epoch (hit rates, densities, cosines). */
+function renderLayerEpochs(run) {
+  const box = document.getElementById("layer-epochs");
+  const keys = new Set();
+  for (const epoch of run.epochs) for (const figures of Object.values(epoch.per_layer || {})) for (const key of Object.keys(figures)) keys.add(key);
+  if (!keys.size) {
+    box.append(el("p", { class: "muted", text: "no per-layer figures recorded" }));
+    return;
+  }
+  const columns = [...keys].sort();
+  const rows = [];
+  for (const epoch of run.epochs) {
+    for (const [layer, figures] of Object.entries(epoch.per_layer || {})) {
+      rows.push(el("tr", {}, el("td", { class: "num", text: String(epoch.epoch) }), el("td", { text: layer }),
+        columns.map((key) => el("td", { class: "num", text: fmtNumber(figures[key] ?? null) }))));
+    }
+  }
+  box.append(el("table", { class: "data", id: "layer-epoch-table" },
+    el("thead", {}, el("tr", {}, ["Epoch", "Layer", ...columns.map((c) => c.replaceAll("_", " "))].map((label) => el("th", { scope: "col", text: label })))),
+    el("tbody", {}, rows)));
+}
+
+async function main() {
+  try {
+    const run = await getJson(`${API}/runs/${runId}`);
+    renderSummary(run);
+    renderSpec(run);
+    renderLayers(run);
+    renderLayerEpochs(run);
+    const figure = curves.build([run]);
+    Plotly.newPlot("curves", figure.data, figure.layout, { responsive: true, displaylogo: false });
+  } catch (error) {
+    errors.textContent = `Cannot show run ${runId}: ${describe(error)}`;
+  }
+}
+
+main();

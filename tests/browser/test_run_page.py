@@ -1,0 +1,115 @@
+"""Through the browser: a run's own page shows its spec, its baseline (a link to it), its status
+and failure reason, the per-layer-per-pass figures and the training curves of a real run."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser
+
+from backend.api.security import local_user
+from backend.db.models import Experiment, Run
+from backend.db.session import session_scope
+from tests.browser.conftest import ConsoleLog, Server
+from tests.pipeline.conftest import TINY_TRAINING
+
+pytestmark = pytest.mark.browser
+
+SPEC = {
+    "name": "run page",
+    "training": TINY_TRAINING,
+    "techniques": [{"name": "mercury", "signature_bits": 8}],
+    "accelerators": ["edge"],
+}
+
+
+def finished_runs(server: Server, experiment_id: int, timeout: float = 240) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = httpx.get(
+            f"{server.url}/api/v1/runs", params={"experiment_id": experiment_id, "sort": "id"}
+        ).json()["items"]
+        if runs and all(r["status"] in ("done", "failed") for r in runs):
+            return runs
+        time.sleep(1)
+    raise AssertionError(f"runs unfinished after {timeout}s")
+
+
+def test_run_page_shows_a_real_run_and_links_its_baseline(
+    server: Server, browser: Browser, screenshots: Path
+) -> None:
+    experiment = httpx.post(f"{server.url}/api/v1/experiments", json=SPEC).json()
+    baseline, run = finished_runs(server, experiment["id"])
+    assert baseline["is_baseline"] and run["technique"] == "mercury"
+    detail = httpx.get(f"{server.url}/api/v1/runs/{run['id']}").json()
+
+    console = ConsoleLog()
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    console.watch(page)
+    page.goto(f"{server.url}/runs/{run['id']}")
+    page.wait_for_selector("#layer-table")
+    assert page.locator("h1").inner_text() == f"Run #{run['id']}: mercury on edge"
+    summary = page.locator("#summary").inner_text()
+    assert "done" in summary and f"experiment #{experiment['id']}" in summary
+    assert f"run #{baseline['id']}" in summary and "every extension off" in summary
+    # Every layer-pass the API stores is a row, in order.
+    rows = page.locator("#layer-table tbody tr")
+    assert rows.count() == len(detail["layers"]) > 0
+    first = rows.nth(0).locator("td")
+    assert first.nth(0).inner_text() == detail["layers"][0]["layer"]
+    assert first.nth(1).inner_text() == detail["layers"][0]["training_pass"]
+    # The spec, as stored: training, the technique's knobs, the accelerator.
+    spec = page.locator("#spec").inner_text()
+    assert "signature_bits" in spec and "learning_rate" in spec and "dram_bandwidth" in spec
+    # Curves drawn by Plotly, and MERCURY's per-layer hit rate per epoch in its table.
+    page.wait_for_selector("#curves .main-svg")
+    headers = page.locator("#layer-epoch-table thead").inner_text()
+    assert "hit rate" in headers
+    page.screenshot(path=str(screenshots / "run-page.png"), full_page=True)
+
+    page.get_by_role("link", name=f"run #{baseline['id']}").click()
+    page.wait_for_selector("#layer-table")
+    assert page.url.endswith(f"/runs/{baseline['id']}")
+    assert "itself: a baseline" in page.locator("#summary").inner_text()
+    assert console.errors == []
+
+
+def test_run_page_shows_why_a_run_failed(
+    server: Server, browser: Browser, screenshots: Path
+) -> None:
+    reason = "dataset_path: no idx files under the folder"
+    with session_scope(server.database_url) as db:
+        experiment = Experiment(
+            owner_id=local_user(db).id, name="failed", spec={"name": "failed"}, status="failed"
+        )
+        db.add(experiment)
+        db.flush()
+        run = Run(
+            experiment_id=experiment.id,
+            technique="baseline",
+            technique_params=[{"name": "baseline"}],
+            model="mlp",
+            dataset="idx-dir",
+            training_config={**TINY_TRAINING, "dataset": "idx-dir"},
+            accelerator_name="edge",
+            accelerator_config={"name": "edge"},
+            params={},
+            is_baseline=True,
+            status="failed",
+            error=reason,
+        )
+        db.add(run)
+        db.flush()
+        run_id = run.id
+    console = ConsoleLog()
+    page = browser.new_context(viewport={"width": 1400, "height": 800}).new_page()
+    console.watch(page)
+    page.goto(f"{server.url}/runs/{run_id}")
+    page.wait_for_selector(".failure-reason")
+    assert page.locator(".failure-reason").inner_text() == reason
+    assert "no results yet (failed)" in page.locator("#layers").inner_text()
+    page.screenshot(path=str(screenshots / "run-page-failed.png"), full_page=True)
+    assert console.errors == []

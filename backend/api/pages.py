@@ -53,6 +53,12 @@ def compare_page() -> HTMLResponse:
     return _html("compare")
 
 
+@router.get("/experiments/{experiment_id}", response_class=HTMLResponse, include_in_schema=False)
+def experiment_page(experiment_id: int) -> HTMLResponse:
+    """One experiment: status, counts, its runs and its spec."""
+    return _html("experiment")
+
+
 @router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
 def run_page(run_id: int) -> HTMLResponse:
     """One run in full: spec, baseline, status, per-layer-per-pass figures, training curves."""

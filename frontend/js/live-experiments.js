@@ -49,7 +49,7 @@ export class LiveExperiments {
       onclick: () => this.cancel(experiment.id),
     });
     return el("tr", { dataset: { experimentId: String(experiment.id), status: experiment.status } },
-      el("td", {}, `#${experiment.id} `, el("b", { text: experiment.name })),
+      el("td", {}, el("a", { href: `/experiments/${experiment.id}` }, `#${experiment.id} `, el("b", { text: experiment.name }))),
       el("td", { class: "experiment-status" }, el("span", { class: `badge ${experiment.status}`, text: experiment.status })),
       el("td", {}, el("progress", { max: "1", value: String(finished / total), "aria-label": `experiment ${experiment.id} progress` })),
       el("td", { class: "experiment-counts", text: `${counts.done}/${experiment.total_runs} done${counts.failed ? `, ${counts.failed} failed` : ""}${counts.cancelled ? `, ${counts.cancelled} cancelled` : ""}` }),

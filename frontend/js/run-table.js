@@ -15,8 +15,8 @@ export const FILTERS = [
 ];
 
 const COLUMNS = [
-  { key: "id", label: "Run", sort: "id", render: (r) => `#${r.id}` },
-  { key: "experiment_id", label: "Exp.", render: (r) => `#${r.experiment_id}` },
+  { key: "id", label: "Run", sort: "id", render: (r) => el("a", { href: `/runs/${r.id}`, text: `#${r.id}` }) },
+  { key: "experiment_id", label: "Exp.", render: (r) => el("a", { href: `/experiments/${r.experiment_id}`, text: `#${r.experiment_id}` }) },
   { key: "technique", label: "Technique", sort: "technique" },
   { key: "model", label: "Model", sort: "model" },
   { key: "dataset", label: "Dataset", sort: "dataset" },

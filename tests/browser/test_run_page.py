@@ -74,6 +74,19 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     page.wait_for_selector("#layer-table")
     assert page.url.endswith(f"/runs/{baseline['id']}")
     assert "itself: a baseline" in page.locator("#summary").inner_text()
+
+    # Its experiment's page: counts, both runs linked, the spec as submitted.
+    page.get_by_role("link", name=f"experiment #{experiment['id']}").click()
+    page.wait_for_selector("#run-table tbody tr")
+    assert page.locator("h1").inner_text() == f"Experiment #{experiment['id']}: run page"
+    assert "2 (2 done, 0 running" in page.locator("#summary").inner_text()
+    assert page.locator("#run-table tbody tr").count() == 2
+    spec_text = page.locator("#spec").inner_text()
+    assert "name: run page" in spec_text and "signature_bits: 8" in spec_text
+    page.screenshot(path=str(screenshots / "experiment-page.png"), full_page=True)
+    page.get_by_role("link", name=f"#{run['id']}", exact=True).click()
+    page.wait_for_selector("#layer-table")
+    assert page.url.endswith(f"/runs/{run['id']}")
     assert console.errors == []
 
 

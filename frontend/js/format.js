@@ -18,8 +18,17 @@ export function fmtParams(params) {
     .join(", ");
 }
 
+/** The accelerator as a reader tells it apart: its name, and the values swept on it if any
+ * (randomly sampled designs share a name). */
+export function acceleratorLabel(run) {
+  const swept = Object.entries(run.params || {})
+    .filter(([key]) => key.startsWith("accelerator."))
+    .map(([key, value]) => `${key.slice("accelerator.".length)}=${value}`);
+  return swept.length ? `${run.accelerator_name} (${swept.join(", ")})` : run.accelerator_name;
+}
+
 export function runLabel(run) {
-  return `#${run.id} ${run.technique} @${run.accelerator_name}`;
+  return `#${run.id} ${run.technique} @${acceleratorLabel(run)}`;
 }
 
 /** Create an element with attributes and children in one call. */

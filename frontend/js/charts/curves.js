@@ -4,10 +4,10 @@ import { baseLayout, colorAt, emptyFigure } from "./common.js";
 
 const PANELS = [
   { title: "loss", series: [["train_loss", "train"], ["test_loss", "test"]] },
-  { title: "accuracy", series: [["train_accuracy", "train"], ["test_accuracy", "test"]] },
-  { title: "hit rate", series: [["hit_rate", ""]] },
-  { title: "density", series: [["density_fwd", "fwd"], ["density_bwd", "bwd"]] },
-  { title: "GP fraction", series: [["gp_fraction", ""]] },
+  { title: "accuracy (%)", series: [["train_accuracy", "train"], ["test_accuracy", "test"]], percent: true },
+  { title: "hit rate (%)", series: [["hit_rate", ""]], percent: true },
+  { title: "density (%)", series: [["density_fwd", "fwd"], ["density_bwd", "bwd"]], percent: true },
+  { title: "GP fraction (%)", series: [["gp_fraction", ""]], percent: true },
 ];
 const COLUMNS = 3;
 
@@ -61,7 +61,7 @@ export default {
           data.push({
             type: "scatter", mode: "lines+markers", xaxis: `x${suffix}`, yaxis: `y${suffix}`,
             name, legendgroup: name, showlegend: index === 0 && seriesIndex === 0,
-            x: points.map((e) => e.epoch), y: points.map((e) => e[key]),
+            x: points.map((e) => e.epoch), y: points.map((e) => (panel.percent ? 100 * e[key] : e[key])),
             line: { color: colorAt(runIndex), dash: seriesIndex ? "dot" : "solid" },
             hovertemplate: `${name}<br>${panel.title}${label ? ` (${label})` : ""}<br>epoch %{x}: %{y:.4g}<extra></extra>`,
           });

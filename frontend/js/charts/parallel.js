@@ -4,7 +4,7 @@ import { baseLayout, emptyFigure, finished } from "./common.js";
 
 const OUTCOMES = [
   ["speedup", "speedup (×)"],
-  ["accuracy", "accuracy"],
+  ["accuracy", "accuracy (%)", 100],
   ["energy_ratio", "energy / baseline"],
 ];
 
@@ -32,7 +32,7 @@ export default {
     const keys = [...new Set(["accelerator", ...shown.flatMap((r) => Object.keys(r.params || {}))])].sort().filter(varies);
     const dimensions = [
       ...keys.map((key) => dimension(key, shown.map((r) => valueOf(r, key)))),
-      ...OUTCOMES.map(([key, label]) => dimension(label, shown.map((r) => r[key]))),
+      ...OUTCOMES.map(([key, label, scale = 1]) => dimension(label, shown.map((r) => (r[key] === null ? null : scale * r[key])))),
     ];
     return {
       data: [{

@@ -1,5 +1,6 @@
 // Roofline: achieved ops/s against operational intensity (ops per DRAM byte), under each array's roof.
 
+import { acceleratorLabel } from "../format.js";
 import { baseLayout, colorAt, emptyFigure, finished, groupBy, hoverText, techniqueColor } from "./common.js";
 
 /** Peak ops/s (2 ops per MAC per PE per cycle) and DRAM bytes/s of one accelerator. */
@@ -28,7 +29,8 @@ export default {
     const lo = Math.min(...intensities) / 10;
     const hi = Math.max(...intensities) * 10;
     const data = [];
-    [...groupBy(shown, (r) => r.accelerator_name)].forEach(([name, group], index) => {
+    // One roof per distinct accelerator (sampled designs share a name, not a roof).
+    [...groupBy(shown, acceleratorLabel)].forEach(([name, group], index) => {
       const { peak, bandwidth } = roofOf(group[0].accelerator);
       const ridge = peak / bandwidth;
       const xs = [lo, Math.min(Math.max(ridge, lo), hi), hi];

@@ -18,7 +18,7 @@ from backend.api.access import can_edit, require_team_editor
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.limits import check_active_runs
 from backend.api.run_query import visible_to
-from backend.api.schemas import ExpansionPreview, ExperimentOut, Page, RunCounts
+from backend.api.schemas import AnnotationsIn, ExpansionPreview, ExperimentOut, Page, RunCounts
 from backend.api.security import CurrentUser
 from backend.db.models import Experiment, Run, Training, User
 from backend.db.session import session_factory
@@ -48,6 +48,8 @@ def _out(experiment: Experiment, counts: dict[str, int], trainings: int = 0) -> 
         created_at=experiment.created_at,
         finished_at=experiment.finished_at,
         spec=experiment.spec,
+        tags=experiment.tags,
+        notes=experiment.notes,
         run_counts=RunCounts(**counts),
         total_runs=sum(counts.values()),
         trainings=trainings,
@@ -130,6 +132,20 @@ def show_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> Exp
         select(func.count()).select_from(Training).where(Training.experiment_id == experiment.id)
     )
     return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id], trainings or 0)
+
+
+@router.patch("/{experiment_id}", response_model=ExperimentOut)
+def annotate(
+    experiment_id: int, annotations: AnnotationsIn, db: DbSession, user: CurrentUser
+) -> ExperimentOut:
+    """Set an experiment's tags or notes (its owner and its team's owners and members)."""
+    experiment = get_visible_experiment(db, user, experiment_id)
+    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot annotate experiments")
+    for field, value in annotations.model_dump(exclude_none=True).items():
+        setattr(experiment, field, value)
+    db.commit()
+    return show_experiment(experiment_id, db, user)
 
 
 @router.post("/{experiment_id}/cancel", response_model=ExperimentOut)

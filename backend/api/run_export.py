@@ -23,7 +23,7 @@ RUN_COLUMNS = [
     "started_at", "finished_at", "duration_seconds",
     "accuracy", "loss", "speedup", "energy_ratio", "total_cycles", "compute_cycles",
     "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual", "macs_skipped",
-    "macs_overhead", "dram_bytes", "params",
+    "macs_overhead", "dram_bytes", "params", "tags", "notes",
 ]  # fmt: skip
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import HTTPException, Query
-from sqlalchemy import Select, and_, select
+from sqlalchemy import Select, String, and_, cast, or_, select
 from sqlalchemy.orm import Session
 
 from backend.api.access import owned_or_shared
@@ -69,6 +69,7 @@ class RunFilters:
     param: list[str]
     range: list[str]
     sort: str
+    q: str = ""
 
     def where(self) -> list[Any]:
         clauses: list[Any] = []
@@ -86,6 +87,8 @@ class RunFilters:
             clauses.append(Run.is_baseline.is_(self.is_baseline))
         clauses.extend(_param_clause(item) for item in self.param)
         clauses.extend(_range_clause(item) for item in self.range)
+        if self.q.strip():
+            clauses.append(_search_clause(self.q.strip()))
         return clauses
 
     def order_by(self) -> list[Any]:
@@ -117,6 +120,29 @@ def _param_clause(item: str) -> Any:
             return field.as_boolean().is_(value.lower() == "true")
         return field.as_string() == value
     return field.as_float() == number
+
+
+SEARCHED = (
+    Experiment.name,
+    Experiment.notes,
+    cast(Experiment.tags, String),
+    Run.notes,
+    cast(Run.tags, String),
+    Run.technique,
+    Run.model,
+    Run.dataset,
+    Run.accelerator_name,
+)
+
+
+def _search_clause(text: str) -> Any:
+    """Runs whose experiment name, tags, notes, technique, model, data set or accelerator
+    contain every word of `text`, ignoring case."""
+    words = []
+    for word in text.split():
+        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        words.append(or_(*(column.ilike(pattern, escape="\\") for column in SEARCHED)))
+    return and_(*words)
 
 
 def _range_clause(item: str) -> Any:
@@ -156,6 +182,14 @@ async def run_filters(
         list[str], Query(description="metric range 'metric:min:max', e.g. 'speedup:1.2:'")
     ] = [],  # noqa: B006
     sort: Annotated[str, Query(description="comma-separated columns, '-' for descending")] = "-id",
+    q: Annotated[
+        str,
+        Query(
+            max_length=200,
+            description="words to find (all of them, any case) in the experiment's name, tags "
+            "and notes, the run's tags and notes, technique, model, data set and accelerator",
+        ),
+    ] = "",
 ) -> RunFilters:
     # async, doing no I/O: FastAPI then calls it on the event loop, not through a thread hop
     return RunFilters(
@@ -169,6 +203,7 @@ async def run_filters(
         param,
         range,
         sort,
+        q,
     )
 
 

@@ -14,10 +14,20 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import aliased, selectinload
 
 from backend.analysis.pareto import front_2d, front_3d
+from backend.api.access import can_edit
 from backend.api.deps import DbSession
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_query import RunFilters, filtered_runs, run_filters, visible_to
-from backend.api.schemas import Comparison, EpochOut, LayerOut, Page, ParetoPoint, RunDetail, RunOut
+from backend.api.schemas import (
+    AnnotationsIn,
+    Comparison,
+    EpochOut,
+    LayerOut,
+    Page,
+    ParetoPoint,
+    RunDetail,
+    RunOut,
+)
 from backend.api.security import CurrentUser
 from backend.db.models import EpochMetric, Experiment, Run
 from backend.db.session import session_factory
@@ -222,3 +232,24 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
         }
     )
     return detail
+
+
+@router.patch("/{run_id}", response_model=RunOut)
+def annotate_run(
+    run_id: int, annotations: AnnotationsIn, db: DbSession, user: CurrentUser
+) -> RunOut:
+    """Set a run's tags or notes (its experiment's owner and its team's owners and members)."""
+    found = db.execute(
+        select(Run, Experiment)
+        .join(Experiment, Experiment.id == Run.experiment_id)
+        .where(Run.id == run_id, visible_to(user, db))
+    ).first()
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    run, experiment = found
+    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot annotate runs")
+    for field, value in annotations.model_dump(exclude_none=True).items():
+        setattr(run, field, value)
+    db.commit()
+    return RunOut.model_validate(run)

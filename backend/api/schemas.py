@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 T = TypeVar("T")
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(from_attributes=True)
+
+
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
+
+
+class AnnotationsIn(BaseModel):
+    """Tags and notes of an experiment or a run; a field left out stays as it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[Tag] | None = Field(
+        None, max_length=20, description="short labels, e.g. 'paper-figure-3' (replaces all)"
+    )
+    notes: str | None = Field(None, max_length=20_000, description="free text (replaces it)")
+
+    @field_validator("tags")
+    @classmethod
+    def _distinct(cls, tags: list[str] | None) -> list[str] | None:
+        return None if tags is None else list(dict.fromkeys(tags))
 
 
 class RunCounts(BaseModel):
@@ -31,6 +50,8 @@ class ExperimentOut(_Out):
     created_at: datetime
     finished_at: datetime | None
     spec: dict[str, Any]
+    tags: list[str] = Field(default_factory=list)
+    notes: str = ""
     run_counts: RunCounts = Field(default_factory=RunCounts)
     total_runs: int = 0
     trainings: int = 0
@@ -80,6 +101,8 @@ class RunOut(RunMetrics):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    tags: list[str]
+    notes: str
 
 
 class LayerOut(_Out):

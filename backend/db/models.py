@@ -122,6 +122,8 @@ class Experiment(Base):
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
     )
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    tags: Mapped[list[Any]] = mapped_column(default=list, server_default="[]")
+    notes: Mapped[str] = mapped_column(Text, default="", server_default="")
 
     runs: Mapped[list[Run]] = relationship(back_populates="experiment")
 
@@ -200,6 +202,8 @@ class Run(Base):
     created_at: Mapped[datetime] = _now_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    tags: Mapped[list[Any]] = mapped_column(default=list, server_default="[]")
+    notes: Mapped[str] = mapped_column(Text, default="", server_default="")
 
     # Summary metrics, real columns so they can be filtered, sorted and indexed.
     accuracy: Mapped[float | None] = mapped_column(Float)

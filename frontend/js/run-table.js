@@ -1,9 +1,11 @@
 // The run table: server-paginated, sortable, filterable; keeps a selection across pages.
 
 import { API, getJson, query, describe } from "./api.js";
+import { tagChips } from "./annotations.js";
 import { el, fmtNumber, fmtParams, fmtPercent } from "./format.js";
 
 export const FILTERS = [
+  { key: "q", label: "Search", placeholder: "names, tags, notes" },
   { key: "experiment_id", label: "Experiment id", type: "number" },
   { key: "technique", label: "Technique", placeholder: "mercury" },
   { key: "model", label: "Model", placeholder: "mlp" },
@@ -28,6 +30,7 @@ const COLUMNS = [
   { key: "total_cycles", label: "Cycles", sort: "total_cycles", num: true, render: (r) => fmtNumber(r.total_cycles) },
   { key: "energy_pj", label: "Energy (µJ)", sort: "energy_pj", num: true, render: (r) => fmtNumber(r.energy_pj === null ? null : r.energy_pj / 1e6) },
   { key: "params", label: "Swept values", render: (r) => fmtParams(r.params) },
+  { key: "tags", label: "Tags", render: (r) => tagChips(r.tags) },
 ];
 
 export function statusCell(run) {

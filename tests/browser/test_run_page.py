@@ -70,6 +70,29 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     assert "hit rate" in headers
     page.screenshot(path=str(screenshots / "run-page.png"), full_page=True)
 
+    # Tags and notes, saved from the page, kept, and found by the run table's search.
+    page.get_by_label("Tags", exact=True).fill("figure-3, odd")
+    page.get_by_label("Notes", exact=True).fill("hit rate dips in layer 3")
+    page.get_by_role("button", name="Save tags and notes").click()
+    page.wait_for_selector("form.annotations [role=status]:text('saved')")
+    page.reload()
+    page.wait_for_selector("#layer-table")
+    assert page.get_by_label("Tags", exact=True).input_value() == "figure-3, odd"
+    assert page.get_by_label("Notes", exact=True).input_value() == "hit rate dips in layer 3"
+    page.goto(f"{server.url}/?q=FIGURE-3")
+    page.wait_for_selector("#run-table tbody tr")
+    rows = page.locator("#run-table tbody tr")
+    assert rows.count() == 1 and rows.nth(0).get_attribute("data-run-id") == str(run["id"])
+    assert "figure-3" in rows.nth(0).locator(".tags").inner_text()
+    page.get_by_label("Search").fill("layer 3 dips")
+    page.get_by_role("button", name="Apply filters").click()
+    page.wait_for_function(
+        "() => /1 of 1 runs/.test(document.querySelector('.page-info').textContent)"
+    )
+    page.screenshot(path=str(screenshots / "run-table-search.png"), full_page=True)
+    page.goto(f"{server.url}/runs/{run['id']}")
+    page.wait_for_selector("#layer-table")
+
     page.get_by_role("link", name=f"run #{baseline['id']}").click()
     page.wait_for_selector("#layer-table")
     assert page.url.endswith(f"/runs/{baseline['id']}")

@@ -146,3 +146,55 @@ def test_run_detail_and_404(api: TestClient, finished: dict) -> None:
     assert detail["training_config"]["model"] == "mlp"
     assert detail["layers"] == [] and detail["epochs"] == []
     assert api.get("/api/v1/runs/999999").status_code == 404
+
+
+def test_tags_and_notes_are_stored_searched_and_exported(api: TestClient, finished: dict) -> None:
+    first, second = sorted(finished)[:2]
+    experiment_id = api.get(f"/api/v1/runs/{first}").json()["experiment_id"]
+    answer = api.patch(
+        f"/api/v1/runs/{first}",
+        json={"tags": [" Figure-3 ", "figure-3", "keep"], "notes": "odd dip"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["tags"] == ["Figure-3", "figure-3", "keep"]  # stripped, kept distinct
+    assert api.patch(f"/api/v1/runs/{first}", json={"notes": "odd dip at 16 bits"}).json()[
+        "tags"
+    ] == ["Figure-3", "figure-3", "keep"]  # a field left out stays as it was
+    experiment = api.patch(
+        f"/api/v1/experiments/{experiment_id}", json={"tags": ["sweep-a"], "notes": "first try"}
+    )
+    assert experiment.status_code == 200
+    assert experiment.json()["tags"] == ["sweep-a"] and experiment.json()["notes"] == "first try"
+
+    def found(q: str) -> list[int]:
+        return [
+            r["id"] for r in api.get("/api/v1/runs", params={"q": q, "sort": "id"}).json()["items"]
+        ]
+
+    assert found("FIGURE-3") == [first]  # tags, any case
+    assert found("dip 16") == [first]  # every word, in the notes
+    assert api.get(f"/api/v1/runs/{first}").json()["technique"] == "baseline"
+    assert found("dip baseline") == [first] and found("dip mercury") == []
+    assert sorted(found("sweep-a")) == sorted(finished)  # the experiment's tags reach its runs
+    assert found("50%") == [] and found("no_such") == []  # wildcards are plain characters
+    assert second not in found("keep")
+    rows = list(csv.DictReader(io.StringIO(api.get("/api/v1/runs/export?q=keep").text)))
+    assert [int(r["id"]) for r in rows] == [first]
+    assert json.loads(rows[0]["tags"]) == ["Figure-3", "figure-3", "keep"]
+    assert rows[0]["notes"] == "odd dip at 16 bits"
+
+
+def test_bad_annotations_name_the_field(api: TestClient, finished: dict) -> None:
+    run_id = min(finished)
+    for body, field in (
+        ({"tags": ["x" * 41]}, ["body", "tags", 0]),
+        ({"tags": [""]}, ["body", "tags", 0]),
+        ({"tags": [str(i) for i in range(21)]}, ["body", "tags"]),
+        ({"notes": "x" * 20_001}, ["body", "notes"]),
+        ({"status": "done"}, ["body", "status"]),
+    ):
+        answer = api.patch(f"/api/v1/runs/{run_id}", json=body)
+        assert answer.status_code == 422, body
+        assert answer.json()["detail"][0]["loc"] == field
+    assert api.get(f"/api/v1/runs/{run_id}").json()["tags"] == []  # nothing half-stored
+    assert api.patch("/api/v1/runs/999999", json={"notes": "x"}).status_code == 404

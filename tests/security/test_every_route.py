@@ -52,6 +52,8 @@ def body_for(method: str, path: str, world: World) -> Any:
         ("POST", "/api/v1/experiments"): spec("sneaky"),
         ("POST", "/api/v1/dashboards"): {"name": "sneaky"},
         ("PATCH", "/api/v1/dashboards/{dashboard_id}"): {"name": "taken over"},
+        ("PATCH", "/api/v1/experiments/{experiment_id}"): {"tags": ["taken"], "notes": "over"},
+        ("PATCH", "/api/v1/runs/{run_id}"): {"tags": ["taken"], "notes": "over"},
     }
     return bodies.get((method, path))
 

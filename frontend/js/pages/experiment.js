@@ -1,5 +1,6 @@
 // One experiment: its status and counts, its runs (each linked to its page) and its spec.
 
+import { annotationsEditor } from "../annotations.js";
 import { API, describe, getJson, query } from "../api.js";
 import { el } from "../format.js";
 import { RunTable } from "../run-table.js";
@@ -30,7 +31,11 @@ function renderSummary(experiment) {
 
 async function main() {
   try {
-    renderSummary(await getJson(`${API}/experiments/${experimentId}`));
+    const experiment = await getJson(`${API}/experiments/${experimentId}`);
+    renderSummary(experiment);
+    annotationsEditor(document.getElementById("annotations"), {
+      path: `${API}/experiments/${experimentId}`, tags: experiment.tags, notes: experiment.notes, what: "experiment",
+    });
   } catch (error) {
     document.getElementById("page-errors").textContent = `Cannot show experiment ${experimentId}: ${describe(error)}`;
     return;

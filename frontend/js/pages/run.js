@@ -1,5 +1,6 @@
 // One run in full: what it is, what it was compared with, and every figure it produced.
 
+import { annotationsEditor } from "../annotations.js";
 import { API, describe, getJson } from "../api.js";
 import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent } from "../format.js";
@@ -127,6 +128,7 @@ async function main() {
   try {
     const run = await getJson(`${API}/runs/${runId}`);
     renderSummary(run);
+    annotationsEditor(document.getElementById("annotations"), { path: `${API}/runs/${run.id}`, tags: run.tags, notes: run.notes, what: "run" });
     renderSpec(run);
     renderLayers(run);
     renderLayerEpochs(run);

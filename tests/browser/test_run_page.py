@@ -107,6 +107,21 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     spec_text = page.locator("#spec").inner_text()
     assert "name: run page" in spec_text and "signature_bits: 8" in spec_text
     page.screenshot(path=str(screenshots / "experiment-page.png"), full_page=True)
+    # Clone: the submit form filled from the stored spec, ready to change and submit.
+    page.get_by_role("link", name="Clone to the submit form").click()
+    page.wait_for_selector("#spec-form[data-ready=true]")
+    assert page.get_by_label("Experiment name").input_value() == "run page (copy)"
+    assert page.get_by_label("MERCURY", exact=True).is_checked()
+    assert not page.get_by_label("SparseTrain", exact=True).is_checked()
+    assert page.get_by_label("edge", exact=True).is_checked()
+    assert not page.get_by_label("tpu-like", exact=True).is_checked()
+    assert page.get_by_label("Train Samples", exact=True).input_value() == "256"
+    page.wait_for_function("() => /2 runs/.test(document.getElementById('preview').textContent)")
+    cloned = page.locator("#spec-text").inner_text()
+    assert "signature_bits: 8" in cloned and "train_samples: 256" in cloned
+    page.screenshot(path=str(screenshots / "submit-cloned.png"), full_page=True)
+    page.go_back()
+    page.wait_for_selector("#run-table tbody tr")
     page.get_by_role("link", name=f"#{run['id']}", exact=True).click()
     page.wait_for_selector("#layer-table")
     assert page.url.endswith(f"/runs/{run['id']}")

@@ -40,6 +40,7 @@ async function main() {
     document.getElementById("page-errors").textContent = `Cannot show experiment ${experimentId}: ${describe(error)}`;
     return;
   }
+  document.getElementById("clone").href = `/submit?clone=${experimentId}`;
   const filters = { experiment_id: String(experimentId) };
   document.getElementById("export-csv").href = `${API}/runs/export${query({ ...filters, format: "csv" })}`;
   const table = new RunTable(document.getElementById("run-table"), {

@@ -36,6 +36,13 @@ function experimentSection() {
     textField("name", "Experiment name", { type: "text", required: true, maxlength: "200", value: "my experiment" }, props.name.description),
     textField("seeds", "Seeds", { type: "text", value: "0", pattern: "\\s*\\d+(\\s*,\\s*\\d+)*\\s*" }, `${props.seeds.description} · comma-separated · default: 0`),
     textField("team_id", "Team id", { type: "number", min: "1", placeholder: "none" }, props.team_id.description),
+    el("div", { class: "field", dataset: { path: "baseline_hardware" } },
+      el("label", { for: "f-baseline_hardware", text: "Baseline hardware" }),
+      el("select", { id: "f-baseline_hardware", name: "baseline_hardware" },
+        el("option", { value: "dense", text: "dense (every extension off)" }),
+        el("option", { value: "same", text: "same (own accelerator, zero-skipping on)" })),
+      el("span", { class: "hint", text: props.baseline_hardware.description }),
+      el("span", { class: "error", "aria-live": "polite" })),
     textField("description", "Description", { rows: "2", maxlength: "5000" }, props.description.description));
 }
 
@@ -124,6 +131,7 @@ function buildSpec() {
   if (description) spec.description = description;
   const team = $("f-team_id").value.trim();
   if (team) spec.team_id = Number(team);
+  if ($("f-baseline_hardware").value !== "dense") spec.baseline_hardware = $("f-baseline_hardware").value;
   const training = readChanged(form, "training");
   if (Object.keys(training).length) spec.training = training;
   const names = checked("technique");
@@ -209,6 +217,46 @@ async function submit(event) {
   }
 }
 
+/** Fill the form from a stored spec (cloning an experiment): every field it sets, as it set it. */
+function loadSpec(spec) {
+  $("f-name").value = `${spec.name} (copy)`.slice(0, 200);
+  $("f-description").value = spec.description || "";
+  $("f-team_id").value = spec.team_id ?? "";
+  $("f-baseline_hardware").value = spec.baseline_hardware || "dense";
+  $("f-seeds").value = (spec.seeds || [0]).join(", ");
+  fill(form, "training", spec.training || {});
+  const sets = spec.techniques || [];
+  const single = sets.filter((set) => !Array.isArray(set));
+  for (const [name] of TECHNIQUES) {
+    const params = single.find((t) => t.name === name);
+    const box = $(`use-${name}`);
+    box.checked = Boolean(params);
+    box.dispatchEvent(new Event("change"));
+    if (params) fill(form, `technique.${name}`, params);
+  }
+  $("compose").checked = sets.some(Array.isArray);
+  for (const box of form.querySelectorAll("input[name=preset]")) box.checked = (spec.accelerators || []).includes(box.value);
+  const custom = (spec.accelerators || []).find((a) => typeof a === "object");
+  $("use-custom").checked = Boolean(custom);
+  $("use-custom").dispatchEvent(new Event("change"));
+  if (custom) fill(form, "accelerator", custom);
+  const rows = $("sweep-rows");
+  rows.replaceChildren();
+  const sweep = spec.sweep || { parameters: {} };
+  $("sweep-mode").value = sweep.mode || "grid";
+  $("sweep-samples").value = sweep.samples ?? 10;
+  for (const [path, axis] of Object.entries(sweep.parameters || {})) {
+    const kind = axis.values ? "values" : axis.low !== null && axis.low !== undefined ? "interval" : "range";
+    const row = sweepRow(sweepPaths(), { path, kind, values: (axis.values || []).join(", ") });
+    for (const name of ["start", "stop", "step", "low", "high"]) {
+      if (axis[name] !== null && axis[name] !== undefined) row.querySelector(`[name=sweep-${name}]`).value = axis[name];
+    }
+    row.querySelector("[name=sweep-integer]").checked = Boolean(axis.integer);
+    row.querySelector("[name=sweep-log]").checked = Boolean(axis.log);
+    rows.append(row);
+  }
+}
+
 async function main() {
   [schemas, presets] = await Promise.all([loadSchemas(), getJson(`${API}/accelerator-presets`)]);
   context.acceleratorFields = Object.keys(schemas.AcceleratorConfig.properties);
@@ -218,6 +266,12 @@ async function main() {
   form.addEventListener("submit", submit);
   for (const radio of document.querySelectorAll("input[name=spec-format]")) radio.addEventListener("change", () => showSpec(buildSpec().spec));
   $("copy-spec").addEventListener("click", () => navigator.clipboard?.writeText($("spec-text").textContent));
+  const cloned = new URLSearchParams(location.search).get("clone");
+  if (cloned) {
+    const experiment = await getJson(`${API}/experiments/${encodeURIComponent(cloned)}`);
+    loadSpec(experiment.spec);
+    $("notice").textContent = `A copy of experiment #${experiment.id} “${experiment.name}”: change what you like, then submit.`;
+  }
   form.dataset.ready = "true";
   await preview();
 }

@@ -11,7 +11,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
-from backend.api import accounts, dashboards, experiments, health, pages, runs, teams
+from backend.api import (
+    accounts,
+    dashboards,
+    experiments,
+    health,
+    pages,
+    preferences,
+    runs,
+    teams,
+)
 from backend.api.cached_reads import CachedReads
 from backend.api.limits import BodySizeLimit, ConcurrencyLimit
 from backend.api.snapshot_cache import SnapshotCache
@@ -91,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         teams.router,
         experiments.router,
         runs.router,
+        preferences.router,
     ):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(dashboards.router, prefix=API_PREFIX)

@@ -13,6 +13,7 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import aliased, selectinload
 
+from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
 from backend.api.access import can_edit
 from backend.api.deps import DbSession
@@ -198,6 +199,48 @@ def export(
         media_type=media,
         headers={"Content-Disposition": f'attachment; filename="orrery-runs.{format}"'},
     )
+
+
+GROUPABLE = {
+    "technique": Run.technique,
+    "model": Run.model,
+    "dataset": Run.dataset,
+    "accelerator_name": Run.accelerator_name,
+    "status": Run.status,
+    "seed": Run.seed,
+    "experiment_id": Run.experiment_id,
+    "baseline_hardware": Run.baseline_hardware,
+    "is_baseline": Run.is_baseline,
+}
+SUMMARISED = ("accuracy", "speedup", "energy_ratio", "total_cycles", "energy_pj", "dram_bytes")
+
+
+@router.get("/summary", response_model=list[GroupSummary])
+def summary(
+    db: DbSession,
+    user: CurrentUser,
+    filters: Filters,
+    by: Annotated[
+        str,
+        Query(
+            description=f"a column ({', '.join(GROUPABLE)}) or a swept value 'param:<path>' "
+            "(e.g. 'param:mercury.signature_bits')"
+        ),
+    ],
+) -> list[GroupSummary]:
+    """The matching runs grouped by one column: per group the run count and the mean and
+    sample standard deviation of each metric over the runs that have it."""
+    if by.startswith("param:") and len(by) > len("param:"):
+        key = Run.params[by.removeprefix("param:")]
+    elif by in GROUPABLE:
+        key = GROUPABLE[by]
+    else:
+        raise HTTPException(
+            422, f"by: '{by}' is not one of {', '.join(GROUPABLE)} or 'param:<path>'"
+        )
+    metrics = [getattr(Run, name) for name in SUMMARISED]
+    rows = db.execute(filtered_runs(db, user, filters, key).add_columns(*metrics)).all()
+    return summarise_groups(rows, SUMMARISED)
 
 
 @router.get("/{run_id}", response_model=RunDetail)

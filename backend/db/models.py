@@ -59,6 +59,9 @@ class User(Base):
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = _now_column()
+    # What the user chose in the dashboard (e.g. the run table's columns), kept on the server so
+    # it follows them from browser to browser.
+    preferences: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
 
     memberships: Mapped[list[TeamMembership]] = relationship(back_populates="user")
 

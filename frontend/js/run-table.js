@@ -41,13 +41,27 @@ export function statusCell(run) {
   return cell;
 }
 
+export const COLUMN_CHOICES = COLUMNS.map(({ key, label }) => ({ key, label }));
+export const DEFAULT_COLUMNS = COLUMNS.map((c) => c.key).filter((key) => key !== "tags");
+
 export class RunTable {
-  constructor(container, { state, onChange }) {
+  constructor(container, { state, onChange, columns }) {
     this.container = container;
     this.state = { filters: {}, sort: "-id", limit: 50, offset: 0, ...state };
     this.selected = new Set();
     this.onChange = onChange || (() => {});
     this.rows = new Map();
+    this.columns = columns || DEFAULT_COLUMNS;
+  }
+
+  /** Show these columns (keys), in the table's order; redraws the current page. */
+  setColumns(keys) {
+    this.columns = keys.length ? keys : DEFAULT_COLUMNS;
+    if (this.page) this.render();
+  }
+
+  get shownColumns() {
+    return COLUMNS.filter((col) => this.columns.includes(col.key));
   }
 
   apiQuery(extra = {}) {
@@ -96,13 +110,13 @@ export class RunTable {
     this.rows.clear();
     const header = el("tr", {},
       el("th", {}, el("input", { type: "checkbox", "aria-label": "select all runs on this page", onchange: (e) => this.selectPage(e.target.checked) })),
-      COLUMNS.map((col) => el("th", { "aria-sort": this.ariaSort(col) }, col.sort
+      this.shownColumns.map((col) => el("th", { "aria-sort": this.ariaSort(col) }, col.sort
         ? el("button", { type: "button", class: "sort", onclick: () => this.sortBy(col.sort), text: `${col.label}${this.arrow(col)}` })
         : col.label)));
     const body = el("tbody");
     for (const run of items) {
       const statusTd = el("td");
-      const cells = COLUMNS.map((col) => {
+      const cells = this.shownColumns.map((col) => {
         const value = col.render ? col.render(run) : run[col.key];
         if (col.key === "status") { statusTd.append(value); return statusTd; }
         return el("td", { class: col.num ? "num" : "" }, value);

@@ -83,7 +83,7 @@ def test_sort_page_filter_and_export(server: Server, browser: Browser, screensho
     assert max(speedups(page)) < min(first_page)
     page.screenshot(path=screenshots / "08-run-table-sorted.png", full_page=True)
 
-    page.get_by_label("Technique").fill("mercury")
+    page.get_by_label("Technique", exact=True).fill("mercury")
     page.get_by_role("button", name="Apply filters").click()
     info.filter(has_text=f"1–40 of {RUNS // 3} runs").wait_for()
     assert set(page.locator("#run-table tbody tr td:nth-child(4)").all_inner_texts()) == {"mercury"}
@@ -124,5 +124,47 @@ def test_cancel_a_running_experiment(server: Server, browser: Browser, screensho
     )
     assert row.locator(".badge").inner_text() == "cancelled"
     page.screenshot(path=screenshots / "09-experiment-cancelled.png", full_page=True)
+    assert console.errors == []
+    context.close()
+
+
+def test_columns_are_kept_and_runs_grouped(
+    server: Server, browser: Browser, screenshots: Path
+) -> None:
+    experiment_id = seed_runs(server)
+    console = ConsoleLog()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    console.watch(page)
+    page.goto(f"{server.url}/?experiment_id={experiment_id}")
+    page.locator(".page-info").filter(has_text=f"of {RUNS} runs").wait_for()
+    headers = page.locator("#run-table thead th")
+    assert "Tags" not in headers.all_inner_texts()
+
+    # Columns chosen in one browser are the account's: a fresh context shows the same.
+    page.get_by_text("Columns", exact=True).click()
+    page.get_by_label("show column Energy (µJ)").uncheck()
+    page.get_by_label("show column Tags").check()
+    page.locator(".column-chooser [role=status]").filter(has_text="saved").wait_for()
+    other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    console.watch(other)
+    other.goto(f"{server.url}/?experiment_id={experiment_id}")
+    other.locator(".page-info").filter(has_text=f"of {RUNS} runs").wait_for()
+    shown = [h.strip(" ▲▼") for h in other.locator("#run-table thead th").all_inner_texts()]
+    assert "Tags" in shown and "Energy (µJ)" not in shown and "Speedup" in shown
+
+    # Grouped by technique: every run counted, mean ± sd over the whole filter, not a page.
+    page.get_by_label("Group by").select_option("technique")
+    groups = page.locator("#run-groups tbody tr")
+    groups.first.wait_for()
+    assert groups.count() == 3
+    baseline = groups.filter(has_text="baseline").locator("td").all_inner_texts()
+    speedups = [1 + i / 100 for i in range(RUNS) if i % 3 == 0]
+    mean = sum(speedups) / len(speedups)
+    sd = (sum((s - mean) ** 2 for s in speedups) / (len(speedups) - 1)) ** 0.5
+    assert baseline[1] == str(len(speedups))
+    assert baseline[3] == f"{round(mean, 3):g} ± {round(sd, 3):g}"
+    page.screenshot(path=screenshots / "10-run-table-grouped.png", full_page=True)
+    page.request.put(f"{server.url}/api/v1/preferences", data={"run_table_columns": None})
     assert console.errors == []
     context.close()

@@ -198,3 +198,40 @@ def test_bad_annotations_name_the_field(api: TestClient, finished: dict) -> None
         assert answer.json()["detail"][0]["loc"] == field
     assert api.get(f"/api/v1/runs/{run_id}").json()["tags"] == []  # nothing half-stored
     assert api.patch("/api/v1/runs/999999", json={"notes": "x"}).status_code == 404
+
+
+def test_summary_groups_by_a_column_or_a_swept_value(api: TestClient, finished: dict) -> None:
+    by_technique = api.get("/api/v1/runs/summary", params={"by": "technique"})
+    assert by_technique.status_code == 200, by_technique.text
+    groups = {g["value"]: g for g in by_technique.json()}
+    assert set(groups) == {"baseline", "mercury"}
+    mercury_ids = [i for i in finished if i != min(finished)]
+    accuracies = [finished[i]["accuracy"] for i in mercury_ids]
+    mean = sum(accuracies) / len(accuracies)
+    sd = (sum((a - mean) ** 2 for a in accuracies) / (len(accuracies) - 1)) ** 0.5
+    stats = groups["mercury"]["metrics"]["accuracy"]
+    assert groups["mercury"]["runs"] == stats["n"] == 3
+    assert stats["mean"] == pytest.approx(mean) and stats["sd"] == pytest.approx(sd)
+    assert groups["baseline"]["metrics"]["speedup"] == {"n": 1, "mean": 1.0, "sd": None}
+    assert groups["baseline"]["metrics"]["dram_bytes"] == {"n": 0, "mean": None, "sd": None}
+
+    by_bits = api.get(
+        "/api/v1/runs/summary",
+        params={"by": "param:mercury.signature_bits", "technique": "mercury"},
+    ).json()
+    assert [g["value"] for g in by_bits] == [8, 16, 24]  # numbers in numeric order
+    assert all(g["runs"] == 1 and g["metrics"]["accuracy"]["sd"] is None for g in by_bits)
+    refused = api.get("/api/v1/runs/summary", params={"by": "password_hash"})
+    assert refused.status_code == 422 and "by:" in refused.text
+
+
+def test_run_table_columns_are_kept_per_user(api: TestClient) -> None:
+    assert api.get("/api/v1/preferences").json() == {"run_table_columns": None}
+    chosen = ["id", "technique", "speedup", "tags"]
+    saved = api.put("/api/v1/preferences", json={"run_table_columns": chosen})
+    assert saved.status_code == 200 and saved.json()["run_table_columns"] == chosen
+    assert api.get("/api/v1/preferences").json()["run_table_columns"] == chosen
+    refused = api.put("/api/v1/preferences", json={"run_table_columns": ["id", "nope"]})
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["loc"] == ["body", "run_table_columns", 1]
+    assert api.get("/api/v1/preferences").json()["run_table_columns"] == chosen

@@ -54,6 +54,7 @@ def body_for(method: str, path: str, world: World) -> Any:
         ("PATCH", "/api/v1/dashboards/{dashboard_id}"): {"name": "taken over"},
         ("PATCH", "/api/v1/experiments/{experiment_id}"): {"tags": ["taken"], "notes": "over"},
         ("PATCH", "/api/v1/runs/{run_id}"): {"tags": ["taken"], "notes": "over"},
+        ("PUT", "/api/v1/preferences"): {"run_table_columns": ["id"]},
     }
     return bodies.get((method, path))
 
@@ -77,8 +78,9 @@ def request_for(method: str, path: str, operation: dict[str, Any], world: World)
             assert name in values, f"{method} {path}: no test value for path parameter '{name}'"
             url = url.replace("{" + name + "}", str(values[name]))
         elif parameter["in"] == "query" and parameter.get("required"):
-            assert name == "ids", f"{method} {path}: no test value for query parameter '{name}'"
-            query[name] = world.run_ids
+            required = {"ids": world.run_ids, "by": "experiment_id"}
+            assert name in required, f"{method} {path}: no test value for query parameter '{name}'"
+            query[name] = required[name]
     body = body_for(method, path, world)
     if "requestBody" in operation:
         assert body is not None, f"{method} {path}: add an example body to body_for()"
@@ -217,3 +219,19 @@ def test_a_dashboard_or_share_link_cannot_launder_someone_elses_runs(
     assert (
         client.get(f"/api/v1/dashboards/{world.dashboard_id}", headers=as_bearer).status_code == 401
     )
+
+
+def test_preferences_are_each_users_own(client: TestClient, world: World) -> None:
+    chosen = {"run_table_columns": ["id", "speedup"]}
+    assert client.put("/api/v1/preferences", json=chosen, headers=world.alice.auth).json() == chosen
+    bob = client.get("/api/v1/preferences", headers=world.bob.auth).json()
+    assert bob == {"run_table_columns": None}
+    assert client.get("/api/v1/preferences", headers=world.alice.auth).json() == chosen
+
+
+def test_run_summaries_count_only_visible_runs(client: TestClient, world: World) -> None:
+    by_experiment = {"by": "experiment_id"}
+    alice = client.get("/api/v1/runs/summary", params=by_experiment, headers=world.alice.auth)
+    bob = client.get("/api/v1/runs/summary", params=by_experiment, headers=world.bob.auth)
+    assert world.experiment_id in [group["value"] for group in alice.json()]
+    assert world.experiment_id not in [group["value"] for group in bob.json()]

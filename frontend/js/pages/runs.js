@@ -4,6 +4,7 @@ import { API, query } from "../api.js";
 import { el } from "../format.js";
 import { LiveExperiments } from "../live-experiments.js";
 import { FILTERS, RunTable } from "../run-table.js";
+import { columnChooser, groupByControl } from "../run-views.js";
 
 const params = new URLSearchParams(location.search);
 const initialFilters = Object.fromEntries(FILTERS.map((f) => [f.key, params.get(f.key) || ""]).filter(([, v]) => v));
@@ -72,5 +73,16 @@ compareButton.addEventListener("click", () => {
   location.href = `/compare?ids=${[...table.selected].sort((a, b) => a - b).join(",")}`;
 });
 
-table.load();
+let showGroups = null;
+table.load().then(() => {
+  const swept = [...new Set((table.page?.items || []).flatMap((r) => Object.keys(r.params || {})))]
+    .filter((key) => !["technique", "accelerator", "seed"].includes(key)).sort();
+  showGroups = groupByControl(document.getElementById("group-control"), document.getElementById("run-groups"), table, swept);
+});
+columnChooser(document.getElementById("column-control"), table);
+const filtered = table.onChange;
+table.onChange = (t) => {
+  filtered(t);
+  if (showGroups) showGroups();
+};
 experiments.load();

@@ -1,0 +1,64 @@
+"""Runs grouped by one column: how many, and each metric's mean and sample standard deviation."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class MetricSummary(BaseModel):
+    n: int = Field(description="runs of the group that have this metric")
+    mean: float | None
+    sd: float | None = Field(description="sample standard deviation (n - 1); None below 2 runs")
+
+
+class GroupSummary(BaseModel):
+    value: Any = Field(description="the grouping column's value shared by the group's runs")
+    runs: int
+    metrics: dict[str, MetricSummary]
+
+
+def mean_and_sd(values: Sequence[float]) -> MetricSummary:
+    n = len(values)
+    if n == 0:
+        return MetricSummary(n=0, mean=None, sd=None)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return MetricSummary(n=n, mean=mean, sd=None)
+    variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return MetricSummary(n=n, mean=mean, sd=math.sqrt(variance))
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    """Numbers by value, then text, then anything else (lists, None) by its text."""
+    if isinstance(value, int | float):
+        return (0, value)
+    if isinstance(value, str):
+        return (1, value)
+    return (2, str(value))
+
+
+def summarise_groups(rows: Iterable[Sequence[Any]], metrics: Sequence[str]) -> list[GroupSummary]:
+    """`rows` are (group value, metric values...) in the order of `metrics`; groups come out
+    sorted by value (None last)."""
+    grouped: dict[Any, list[Sequence[Any]]] = defaultdict(list)
+    for row in rows:
+        grouped[row[0]].append(row[1:])
+    out = []
+    for value in sorted(grouped, key=_order):
+        members = grouped[value]
+        out.append(
+            GroupSummary(
+                value=value,
+                runs=len(members),
+                metrics={
+                    name: mean_and_sd([float(r[i]) for r in members if r[i] is not None])
+                    for i, name in enumerate(metrics)
+                },
+            )
+        )
+    return out

@@ -74,6 +74,10 @@ class OrreryClient:
     def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
         return self._request("POST", "/experiments", json=spec)
 
+    def experiments(self, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        """A page of experiments, newest first."""
+        return self._request("GET", "/experiments", params={"limit": limit, "offset": offset})
+
     def experiment(self, experiment_id: int) -> dict[str, Any]:
         return self._request("GET", f"/experiments/{experiment_id}")
 

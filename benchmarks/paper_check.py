@@ -1,0 +1,189 @@
+"""Each paper's headline next to what this installation measures on the paper's miniature.
+
+Runs `examples/papers/{mercury,adagp,sparsetrain}.yaml` (with --full, the larger 3-seed,
+>= 10-epoch versions in `examples/papers/full/`) through the real pipeline: `orrery serve` on
+embedded defaults in a scratch folder (or a running server given with --url), one submission
+per paper, then reads the stored runs. Nothing here is tuned: every knob value is in the
+example file, and the figures are the simulator's on what the trainings really did.
+
+Printed per paper and per (technique, accelerator): speedup and energy ratio against the run's
+baseline, and the accuracy change paired by seed (run minus its own seed's baseline), each as
+the mean over seeds with a 95% confidence interval (Student's t, n - 1 degrees of freedom), and
+the direction check the issue asks for: speedup > 1 with accuracy within 1 point.
+
+    python benchmarks/paper_check.py [--full] [--only mercury adagp sparsetrain]
+                                     [--url URL] [--reuse] [--data-dir DIR]
+
+--reuse reads the newest finished experiment of the same name on the server instead of
+submitting again (for re-printing, or after a --url run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from scipy import stats
+
+from backend.client import OrreryClient
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPERS = {
+    "mercury": "MERCURY (HPCA 2023): 1.97x average speedup, accuracy similar to the baseline",
+    "adagp": "ADA-GP (MICRO 2023): 1.47x average speedup, 34% less energy (ratio 0.66), "
+    "similar or higher accuracy",
+    "sparsetrain": "SparseTrain (DAC 2020): ~2.7x speedup, 2.2x energy efficiency "
+    "(energy ratio ~0.45), accuracy kept",
+}
+ACCURACY_TOLERANCE = 0.01  # "within 1 point"
+
+
+def interval(values: list[float]) -> tuple[float, float | None]:
+    """Mean and the half-width of its 95% Student-t confidence interval (None below 2)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, None
+    sem = statistics.stdev(values) / math.sqrt(len(values))
+    return mean, float(stats.t.ppf(0.975, len(values) - 1)) * sem
+
+
+def fmt(values: list[float], pattern: str) -> str:
+    if not values:
+        return "-"
+    mean, half = interval(values)
+    return pattern.format(mean) + ("" if half is None else " ± " + pattern.format(half))
+
+
+@contextlib.contextmanager
+def embedded_server(data_dir: Path) -> Iterator[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORRERY_")}
+    env.update(ORRERY_DATA_DIR=str(data_dir), ORRERY_API_PORT=str(port))
+    log = (data_dir / "serve.log").open("w")
+    orrery = str(Path(sys.executable).with_name("orrery"))
+    server = subprocess.Popen(
+        [orrery, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                    break
+            if server.poll() is not None:
+                raise SystemExit(f"orrery serve exited; see {log.name}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+
+
+def experiment_runs(client: OrreryClient, spec: dict[str, Any], reuse: bool) -> list[dict]:
+    if reuse:
+        page = client.experiments(limit=500)
+        matching = [e for e in page["items"] if e["name"] == spec["name"]]
+        if not matching:
+            raise SystemExit(f"--reuse: no experiment named '{spec['name']}' on the server")
+        experiment = matching[0]
+    else:
+        experiment = client.submit(spec)
+        print(f"  submitted experiment {experiment['id']}: {experiment['total_runs']} runs",
+              flush=True)  # fmt: skip
+        started = time.monotonic()
+        client.wait(experiment["id"], poll=5)
+        print(f"  finished in {time.monotonic() - started:.0f} s", flush=True)
+    return list(client.iter_runs(experiment_id=[experiment["id"]], sort="id"))
+
+
+def report(paper: str, runs: list[dict]) -> None:
+    by_id = {run["id"]: run for run in runs}
+    failed = [run for run in runs if run["status"] != "done"]
+    print(f"\n{PAPERS[paper]}")
+    if failed:
+        print(f"  {len(failed)} run(s) did not finish: {[(r['id'], r['error']) for r in failed]}")
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for run in runs:
+        if run["status"] == "done" and not run["is_baseline"]:
+            swept = ", ".join(
+                f"{k}={v}" for k, v in sorted(run["params"].items())
+                if k not in ("technique", "accelerator", "seed")
+            )  # fmt: skip
+            groups[(run["technique"], run["accelerator_name"], swept)].append(run)
+    header = ("technique", "accelerator", "setting", "seeds", "speedup", "energy ratio",
+              "accuracy", "Δ accuracy (pt)", "direction")  # fmt: skip
+    rows = [header]
+    for (technique, accelerator, swept), members in sorted(groups.items()):
+        speedups = [r["speedup"] for r in members if r["speedup"] is not None]
+        energies = [r["energy_ratio"] for r in members if r["energy_ratio"] is not None]
+        accuracies = [100 * r["accuracy"] for r in members if r["accuracy"] is not None]
+        deltas = [
+            100 * (r["accuracy"] - by_id[r["baseline_run_id"]]["accuracy"])
+            for r in members
+            if r["accuracy"] is not None
+            and r["baseline_run_id"] in by_id
+            and by_id[r["baseline_run_id"]]["accuracy"] is not None
+        ]
+        holds = (
+            speedups
+            and deltas
+            and statistics.fmean(speedups) > 1
+            and statistics.fmean(deltas) >= -100 * ACCURACY_TOLERANCE
+        )
+        rows.append((technique, accelerator, swept or "-", str(len(members)),
+                     fmt(speedups, "{:.3f}x"), fmt(energies, "{:.3f}"), fmt(accuracies, "{:.2f}"),
+                     fmt(deltas, "{:+.2f}"), "matches" if holds else "differs"))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--full", action="store_true", help="the 3-seed, >= 10-epoch versions")
+    parser.add_argument("--only", nargs="+", choices=list(PAPERS), default=list(PAPERS))
+    parser.add_argument("--url", help="a running server (default: a scratch embedded one)")
+    parser.add_argument("--token", default=os.environ.get("ORRERY_TOKEN"))
+    parser.add_argument("--reuse", action="store_true", help="read stored runs, submit nothing")
+    parser.add_argument("--data-dir", type=Path, help="keep the scratch server's data here")
+    args = parser.parse_args()
+    folder = ROOT / "examples" / "papers" / ("full" if args.full else "")
+    specs = {paper: yaml.safe_load((folder / f"{paper}.yaml").read_text()) for paper in args.only}
+
+    with contextlib.ExitStack() as stack:
+        url = args.url
+        if url is None:
+            data_dir = args.data_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            data_dir.mkdir(parents=True, exist_ok=True)
+            url = stack.enter_context(embedded_server(data_dir))
+            print(f"embedded server at {url}, data in {data_dir}")
+        client = stack.enter_context(OrreryClient(url, token=args.token, timeout=120))
+        for paper, spec in specs.items():
+            print(f"\n== {paper}: {spec['name']}", flush=True)
+            report(paper, experiment_runs(client, spec, args.reuse))
+
+
+if __name__ == "__main__":
+    main()

@@ -19,9 +19,10 @@ from sqlalchemy.orm import Session
 from backend.api.access import can_edit, field_error, owned_or_shared, require_team_editor
 from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
 from backend.api.deps import DbSession
+from backend.api.markdown import render_markdown
 from backend.api.run_query import RunFilters, filtered_runs
 from backend.api.security import CurrentUser, hash_token
-from backend.db.models import Dashboard, ShareLink, User
+from backend.db.models import Dashboard, Run, ShareLink, User
 
 router = APIRouter(tags=["dashboards"])
 
@@ -50,15 +51,33 @@ class DashboardFilters(_In):
     sort: str = Field("-id", max_length=500)
 
 
+class TextBlock(_In):
+    """Markdown text shown between the charts (raw HTML is shown as text, never run)."""
+
+    position: int = Field(
+        0, ge=0, le=20, description="before the chart at this index; past the last: at the end"
+    )
+    markdown: str = Field(..., min_length=1, max_length=20_000)
+
+
 class DashboardConfig(_In):
     run_ids: list[int] = Field(
         default_factory=list,
         max_length=MAX_CHART_RUNS,
-        description="runs the charts show; when empty, the first runs matching the filters",
+        description="pinned runs; with none pinned, the charts show the first runs matching the "
+        "filters",
     )
     filters: DashboardFilters = Field(default_factory=DashboardFilters)
+    add_filtered_runs: bool = Field(
+        False,
+        description="show the runs matching the filters as well as the pinned runs (at most "
+        f"{MAX_CHART_RUNS} in all, pinned first)",
+    )
     charts: list[ChartName] = Field(
         default_factory=lambda: list(ALL_CHARTS), max_length=20, description="charts, in order"
+    )
+    texts: list[TextBlock] = Field(
+        default_factory=list, max_length=30, description="text blocks between the charts"
     )
 
 
@@ -74,12 +93,18 @@ class DashboardPatch(_In):
     config: DashboardConfig | None = None
 
 
+class RenderedText(BaseModel):
+    position: int
+    html: str = Field(description="the block's Markdown as HTML, raw HTML escaped")
+
+
 class DashboardOut(BaseModel):
     id: str
     name: str
     owner_id: int | None
     team_id: int | None
     config: dict[str, Any]
+    texts: list[RenderedText]
     created_at: datetime
     updated_at: datetime
     can_edit: bool
@@ -100,6 +125,7 @@ class NewShareLink(ShareLinkOut):
 class SharedDashboard(BaseModel):
     name: str
     charts: list[str]
+    texts: list[RenderedText]
     data: ChartData
 
 
@@ -124,6 +150,7 @@ def _out(db: Session, user: User, dashboard: Dashboard) -> DashboardOut:
         owner_id=dashboard.owner_id,
         team_id=dashboard.team_id,
         config=dashboard.config,
+        texts=rendered_texts(dashboard.config),
         created_at=dashboard.created_at,
         updated_at=dashboard.updated_at,
         can_edit=can_edit(db, user, dashboard.owner_id, dashboard.team_id),
@@ -137,14 +164,23 @@ def _new_id(db: Session) -> str:
             return candidate
 
 
+def rendered_texts(config: dict[str, Any]) -> list[RenderedText]:
+    return [
+        RenderedText(position=block.position, html=render_markdown(block.markdown))
+        for block in DashboardConfig.model_validate(config).texts
+    ]
+
+
 def _run_ids(db: Session, viewer: User, config: dict[str, Any]) -> list[int]:
-    """The dashboard's chosen runs, or the first runs its filters match."""
+    """The dashboard's pinned runs, then (with none pinned, or `add_filtered_runs`) the first
+    runs its filters match, at most MAX_CHART_RUNS in all."""
     parsed = DashboardConfig.model_validate(config)
-    if parsed.run_ids:
+    if parsed.run_ids and not parsed.add_filtered_runs:
         return parsed.run_ids
     filters = RunFilters(**parsed.filters.model_dump())
-    query = filtered_runs(db, viewer, filters).order_by(*filters.order_by())
-    return [run.id for run in db.scalars(query.limit(MAX_CHART_RUNS))]
+    query = filtered_runs(db, viewer, filters, Run.id).order_by(*filters.order_by())
+    matching = db.scalars(query.limit(MAX_CHART_RUNS))
+    return list(dict.fromkeys([*parsed.run_ids, *matching]))[:MAX_CHART_RUNS]
 
 
 @router.get("/dashboards", response_model=list[DashboardOut])
@@ -302,5 +338,6 @@ def shared_dashboard(
     return SharedDashboard(
         name=dashboard.name,
         charts=list(config.charts),
+        texts=rendered_texts(dashboard.config),
         data=chart_data(db, owner, _run_ids(db, owner, dashboard.config)),
     )

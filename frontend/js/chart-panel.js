@@ -29,12 +29,23 @@ async function drawOne(container, chart, runs) {
   card.dataset.rendered = "true";
 }
 
-/** Replace the container's charts with the chosen ones; resolves when all have rendered. */
-export async function drawCharts(container, chartIds, runs) {
+/** A dashboard's text block: HTML the server rendered from Markdown (raw HTML escaped). */
+function textBlock(html) {
+  const block = el("section", { class: "text-block" });
+  block.innerHTML = html;
+  return block;
+}
+
+/** Replace the container's charts with the chosen ones, text blocks before the chart at their
+ * position (the rest after the last); resolves when all charts have rendered. */
+export async function drawCharts(container, chartIds, runs, texts = []) {
   container.replaceChildren();
-  for (const id of chartIds) {
+  const textsAt = (index) => texts.filter((t) => t.position === index || (index === chartIds.length && t.position > index));
+  for (const [index, id] of chartIds.entries()) {
+    for (const text of textsAt(index)) container.append(textBlock(text.html));
     const chart = chartById(id);
     if (chart) await drawOne(container, chart, runs);
   }
+  for (const text of textsAt(chartIds.length)) container.append(textBlock(text.html));
   container.dataset.rendered = String(chartIds.length);
 }

@@ -29,6 +29,21 @@ def wait_for_charts(page: Page, count: int) -> None:
         assert "no finished runs" not in card.inner_text(), card.get_attribute("data-chart")
 
 
+def check_text_block(page: Page) -> None:
+    """The text block sits between the first and second charts, its Markdown rendered and its
+    script shown as text, never run."""
+    block = page.locator("#charts > .text-block")
+    assert block.count() == 1
+    assert block.locator("h2").inner_text() == "What this shows"
+    assert block.locator("strong").inner_text() == "8 bits"
+    assert "<script>" in block.inner_text()
+    assert page.evaluate("() => window.pwned") is None
+    order = page.eval_on_selector_all(
+        "#charts > *", "nodes => nodes.map(n => n.dataset.chart || n.className)"
+    )
+    assert order[:3] == [CHARTS[0], "text-block", CHARTS[1]], order
+
+
 def fill_tiny_experiment(page: Page) -> None:
     page.get_by_label("Experiment name").fill("browser tiny sweep")
     page.get_by_label("Model", exact=True).select_option("mlp")
@@ -118,11 +133,18 @@ def test_submit_watch_compare_save_and_share(
     wait_for_charts(page, len(CHARTS))
     page.screenshot(path=screenshots / "04-compare.png", full_page=True)
 
-    # 4. Save as a dashboard, then make a read-only link.
+    # 4. Save as a dashboard with a text block before the second chart, then a read-only link.
+    page.get_by_text("Text blocks (Markdown").click()
+    page.get_by_role("button", name="Add text block").click()
+    page.get_by_label("text block 1", exact=True).fill(
+        "## What this shows\n\nMERCURY at **8 bits** <script>window.pwned = 1</script>"
+    )
+    page.get_by_label("place of text block 1").select_option(index=1)
     page.get_by_label("Dashboard name").fill("tiny sweep")
     page.get_by_role("button", name="Save dashboard").click()
-    page.wait_for_url(re.compile(r"/dashboards/[A-Za-z0-9_-]+\?saved=1"))
+    page.wait_for_url(re.compile(r"/dashboards/[A-Za-z0-9_-]+\?saved=1"), timeout=90_000)
     wait_for_charts(page, len(CHARTS))
+    check_text_block(page)
     page.get_by_role("button", name="Create share link").click()
     share_url = page.get_by_label("share link").input_value()
     assert re.search(r"/shared/[A-Za-z0-9_-]{40,}$", share_url)
@@ -139,6 +161,7 @@ def test_submit_watch_compare_save_and_share(
     shared.on("request", lambda r: api_calls.append(r.url) if "/api/" in r.url else None)
     shared.goto(share_url)
     wait_for_charts(shared, len(CHARTS))
+    check_text_block(shared)
     assert shared.locator("#title").inner_text() == "tiny sweep"
     assert shared.locator("form, nav, a[href='/submit']").count() == 0
     assert api_calls and all("/api/v1/shared/" in url for url in api_calls), api_calls

@@ -131,3 +131,55 @@ def test_dashboard_data_follows_its_filters_when_no_runs_are_chosen(
     )
     data = client.get(f"/api/v1/dashboards/{made['id']}/data", headers=world.owner.auth).json()
     assert [r["params"]["mercury.signature_bits"] for r in data["runs"]] == [16]
+
+
+def test_pinned_runs_can_be_combined_with_the_filters(client: TestClient, world: World) -> None:
+    pinned = [world.baseline_id]
+    mercury = sorted(set(world.run_ids) - set(pinned))
+    filters = {"technique": ["mercury"], "sort": "id"}
+    only_pinned = create(client, world, config={"run_ids": pinned, "filters": filters})
+    combined = create(
+        client, world, config={"run_ids": pinned, "filters": filters, "add_filtered_runs": True}
+    )
+    auth = world.owner.auth
+
+    def shown(dashboard: dict) -> list[int]:
+        data = client.get(f"/api/v1/dashboards/{dashboard['id']}/data", headers=auth).json()
+        return [run["id"] for run in data["runs"]]
+
+    assert shown(only_pinned) == pinned  # as before: pins win over the filters
+    assert shown(combined) == pinned + mercury  # pinned first, then the filter's matches
+    pinned_twice = create(
+        client,
+        world,
+        config={"run_ids": mercury[:1], "filters": filters, "add_filtered_runs": True},
+    )
+    assert shown(pinned_twice) == mercury  # a run both pinned and matched appears once
+
+
+def test_text_blocks_are_rendered_without_running_anything(
+    client: TestClient, world: World
+) -> None:
+    texts = [
+        {
+            "position": 1,
+            "markdown": "## Why MERCURY wins\n\n| bits | speedup |\n|---|---|\n| 8 | 1.9 |",
+        },
+        {"position": 0, "markdown": "<script>alert(1)</script> [x](javascript:alert(1)) <b>hi</b>"},
+    ]
+    made = create(client, world, config={"run_ids": world.run_ids, "texts": texts})
+    rendered = {block["position"]: block["html"] for block in made["texts"]}
+    assert "<h2>Why MERCURY wins</h2>" in rendered[1] and "<td>1.9</td>" in rendered[1]
+    hostile = rendered[0]
+    assert "<script" not in hostile and "&lt;script&gt;" in hostile
+    assert "<b>" not in hostile and "href" not in hostile  # no tag, no javascript: link
+    link = client.post(f"/api/v1/dashboards/{made['id']}/share-links", headers=world.owner.auth)
+    shared = client.get(f"/api/v1/shared/{link.json()['token']}").json()
+    assert shared["texts"] == made["texts"]
+    too_long = client.post(
+        "/api/v1/dashboards",
+        json={"name": "x", "config": {"texts": [{"position": 0, "markdown": "x" * 20_001}]}},
+        headers=world.owner.auth,
+    )
+    assert too_long.status_code == 422
+    assert too_long.json()["detail"][0]["loc"] == ["body", "config", "texts", 0, "markdown"]

@@ -5,10 +5,11 @@ import { drawCharts } from "../chart-panel.js";
 import { chartPicker } from "../chart-picker.js";
 import { CHART_IDS } from "../charts/registry.js";
 import { ShareLinks } from "../share-links.js";
+import { textEditor } from "../text-blocks.js";
 
 const $ = (id) => document.getElementById(id);
 const dashboardMatch = location.pathname.match(/^\/dashboards\/([^/]+)$/);
-const state = { dashboard: null, runIds: [], charts: [...CHART_IDS], data: { runs: [] } };
+const state = { dashboard: null, runIds: [], charts: [...CHART_IDS], texts: [], data: { runs: [] } };
 
 function showError(message) {
   $("page-errors").textContent = message;
@@ -27,7 +28,7 @@ async function redraw() {
   $("run-summary").textContent = runs.length
     ? `${runs.length} run(s): ${runs.map((r) => `#${r.id}`).join(", ")}`
     : "No runs selected: pick runs in the run table and press “Compare selected”.";
-  await drawCharts($("charts"), state.charts, runs);
+  await drawCharts($("charts"), state.charts, runs, state.dashboard ? state.dashboard.texts : []);
 }
 
 function fieldError(field, message) {
@@ -53,7 +54,10 @@ function body() {
   return {
     name: $("dashboard-name").value.trim(),
     team_id: team ? Number(team) : null,
-    config: { run_ids: state.runIds, charts: state.charts },
+    config: {
+      ...(state.dashboard ? state.dashboard.config : {}),
+      run_ids: state.runIds, charts: state.charts, texts: state.texts.filter((t) => t.markdown.trim()),
+    },
   };
 }
 
@@ -72,6 +76,7 @@ async function save(event) {
     if (state.dashboard) {
       state.dashboard = await patchJson(`${API}/dashboards/${state.dashboard.id}`, body());
       notice(`Saved dashboard “${state.dashboard.name}”.`);
+      await redraw();
     } else {
       const created = await postJson(`${API}/dashboards`, body());
       location.href = `/dashboards/${created.id}?saved=1`;
@@ -86,6 +91,7 @@ async function loadDashboard(id) {
   const config = state.dashboard.config;
   state.runIds = config.run_ids || [];
   state.charts = config.charts || [...CHART_IDS];
+  state.texts = config.texts || [];
   document.title = `${state.dashboard.name} · Orrery`;
   $("title").textContent = `Dashboard: ${state.dashboard.name}`;
   $("dashboard-name").value = state.dashboard.name;
@@ -113,6 +119,7 @@ async function main() {
   } catch (error) {
     showError(describe(error));
   }
+  textEditor($("text-blocks"), state.texts, () => state.charts);
   chartPicker($("chart-picker"), state.charts, (charts) => {
     state.charts = charts;
     redraw();

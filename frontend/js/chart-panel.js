@@ -18,13 +18,15 @@ async function drawOne(container, chart, runs) {
   const plot = el("div", { class: "plot", role: "img", "aria-label": chart.title });
   const card = el(
     "article",
-    { class: "chart-card", dataset: { chart: chart.id } },
+    { class: chart.wide ? "chart-card wide" : "chart-card", dataset: { chart: chart.id } },
     el("header", {}, el("h3", { text: chart.title }),
       el("span", {}, downloadButton(plot, "png", `orrery-${chart.id}`), " ", downloadButton(plot, "svg", `orrery-${chart.id}`))),
     plot,
   );
   container.append(card);
   const figure = chart.build(runs);
+  // A chart that grows with its runs (one bar per run) says how tall it needs to be.
+  if (figure.layout.height) plot.style.height = `${figure.layout.height}px`;
   await window.Plotly.newPlot(plot, figure.data, figure.layout, PLOT_CONFIG);
   card.dataset.rendered = "true";
 }

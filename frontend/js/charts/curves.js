@@ -1,6 +1,7 @@
 // Training curves per epoch: loss, accuracy, MERCURY hit rate, gradient density, ADA-GP fraction.
 
-import { baseLayout, colorAt, emptyFigure } from "./common.js";
+import { runLabel } from "../format.js";
+import { baseLayout, colorAt, emptyFigure, techniqueColor } from "./common.js";
 
 const PANELS = [
   { title: "loss", series: [["train_loss", "train"], ["test_loss", "test"]] },
@@ -10,6 +11,7 @@ const PANELS = [
   { title: "GP fraction (%)", series: [["gp_fraction", ""]], percent: true },
 ];
 const COLUMNS = 3;
+const LEGEND_PER_RUN = 8; // beyond this many trainings the legend names techniques, not runs
 
 /** One run per training: runs that share a training share its curves. */
 function trainings(runs) {
@@ -42,10 +44,16 @@ export default {
     if (!shown.length) return emptyFigure("no epochs recorded yet");
     const data = [];
     const layout = baseLayout({ margin: { l: 45, r: 10, t: 30, b: 40 }, showlegend: true, annotations: [] });
+    const perRun = shown.length <= LEGEND_PER_RUN;
+    const inLegend = new Set();
     PANELS.forEach((panel, index) => {
       const suffix = index === 0 ? "" : String(index + 1);
       const domains = axisDomains(index);
-      layout[`xaxis${suffix}`] = { domain: domains.x, anchor: `y${suffix}`, dtick: 1 };
+      const bottomRow = Math.floor(index / COLUMNS) === Math.ceil(PANELS.length / COLUMNS) - 1;
+      layout[`xaxis${suffix}`] = {
+        domain: domains.x, anchor: `y${suffix}`, dtick: 1,
+        title: bottomRow ? { text: "epoch", standoff: 4 } : undefined,
+      };
       layout[`yaxis${suffix}`] = { domain: domains.y, anchor: `x${suffix}` };
       layout.annotations.push({
         text: `<b>${panel.title}</b>`, showarrow: false, xref: "paper", yref: "paper",
@@ -57,13 +65,16 @@ export default {
           const points = run.epochs.filter((e) => e[key] !== null && e[key] !== undefined);
           if (!points.length) return;
           drawn += 1;
-          const name = `#${run.id} ${run.technique}`;
+          // Few runs: a colour and a legend entry each. Many: a colour per technique.
+          const name = perRun ? `#${run.id} ${run.technique}` : run.technique;
+          const first = !inLegend.has(name);
+          inLegend.add(name);
           data.push({
             type: "scatter", mode: "lines+markers", xaxis: `x${suffix}`, yaxis: `y${suffix}`,
-            name, legendgroup: name, showlegend: index === 0 && seriesIndex === 0,
+            name, legendgroup: name, showlegend: first && seriesIndex === 0,
             x: points.map((e) => e.epoch), y: points.map((e) => (panel.percent ? 100 * e[key] : e[key])),
-            line: { color: colorAt(runIndex), dash: seriesIndex ? "dot" : "solid" },
-            hovertemplate: `${name}<br>${panel.title}${label ? ` (${label})` : ""}<br>epoch %{x}: %{y:.4g}<extra></extra>`,
+            line: { color: perRun ? colorAt(runIndex) : techniqueColor(run.technique), dash: seriesIndex ? "dot" : "solid", width: perRun ? 2 : 1 },
+            hovertemplate: `${runLabel(run)}<br>${panel.title}${label ? ` (${label})` : ""}<br>epoch %{x}: %{y:.4g}<extra></extra>`,
           });
         });
       });
@@ -74,8 +85,7 @@ export default {
         });
       }
     });
-    layout.legend = { orientation: "v", x: 0.7, y: 0.35, xanchor: "left" };
-    layout.annotations.push({ text: "x: epoch", showarrow: false, xref: "paper", yref: "paper", x: 1, y: 0, xanchor: "right", font: { color: "#888" } });
+    layout.legend = { orientation: "v", x: 0.7, y: 0.4, xanchor: "left", yanchor: "top" };
     return { data, layout };
   },
 };

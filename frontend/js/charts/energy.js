@@ -1,4 +1,5 @@
-// Energy per run, stacked by level (MAC, register, SRAM, DRAM) and, beside it, by operand.
+// Energy per run, stacked by level (MAC, register, SRAM, DRAM) and, beside it, by operand: one
+// horizontal bar per run, so the chart grows with the runs instead of crowding their labels.
 
 import { runLabel } from "../format.js";
 import { baseLayout, colorAt, emptyFigure, finished } from "./common.js";
@@ -6,39 +7,43 @@ import { baseLayout, colorAt, emptyFigure, finished } from "./common.js";
 const LEVELS = ["mac", "register", "sram", "dram"];
 const OPERANDS = ["ifmap", "filter", "ofmap"];
 const LEVEL_NAMES = { mac: "MAC", register: "register", sram: "SRAM", dram: "DRAM" };
+const ROW_HEIGHT = 18;
 
 export default {
   id: "energy",
   title: "Energy breakdown by level and operand",
+  wide: true,
   build(runs) {
     const shown = finished(runs).filter((r) => r.summary && r.summary.energy_by_level);
     if (!shown.length) return emptyFigure("no finished runs with an energy breakdown");
-    const labels = shown.map(runLabel);
+    // Short labels on the axis (run and technique); the accelerator is in each bar's hover.
+    const labels = shown.map((r) => `#${r.id} ${r.technique}`);
+    const hovers = shown.map(runLabel);
     const microjoules = (pj) => (pj ?? 0) / 1e6;
     const data = [
       ...LEVELS.map((level, i) => ({
-        type: "bar", name: `level: ${LEVEL_NAMES[level]}`, x: labels, legendgroup: "level",
-        y: shown.map((r) => microjoules(r.summary.energy_by_level[level])),
+        type: "bar", orientation: "h", name: `level: ${LEVEL_NAMES[level]}`, y: labels, legendgroup: "level",
+        x: shown.map((r) => microjoules(r.summary.energy_by_level[level])), customdata: hovers,
         marker: { color: colorAt(i) },
-        hovertemplate: `%{x}<br>${LEVEL_NAMES[level]}: %{y:.4g} µJ<extra></extra>`,
+        hovertemplate: `%{customdata}<br>${LEVEL_NAMES[level]}: %{x:.4g} µJ<extra></extra>`,
       })),
       ...OPERANDS.map((operand, i) => ({
-        type: "bar", name: `operand: ${operand}`, x: labels, xaxis: "x2", yaxis: "y2", legendgroup: "operand",
-        y: shown.map((r) => microjoules((r.summary.energy_by_operand || {})[operand])),
+        type: "bar", orientation: "h", name: `operand: ${operand}`, y: labels, xaxis: "x2", legendgroup: "operand",
+        x: shown.map((r) => microjoules((r.summary.energy_by_operand || {})[operand])), customdata: hovers,
         marker: { color: colorAt(i + 5) },
-        hovertemplate: `%{x}<br>${operand} data movement: %{y:.4g} µJ<extra></extra>`,
+        hovertemplate: `%{customdata}<br>${operand} data movement: %{x:.4g} µJ<extra></extra>`,
       })),
     ];
     return {
       data,
       layout: baseLayout({
         barmode: "stack",
-        margin: { l: 60, r: 20, t: 40, b: 110 },
-        xaxis: { domain: [0, 0.44], tickangle: -30, automargin: true },
-        xaxis2: { domain: [0.58, 1], tickangle: -30, automargin: true, anchor: "y2" },
-        yaxis: { title: { text: "energy (µJ), by level" } },
-        yaxis2: { title: { text: "µJ moved, by operand" }, anchor: "x2" },
-        legend: { orientation: "h", y: -0.45 },
+        height: Math.max(420, 140 + ROW_HEIGHT * shown.length),
+        margin: { l: 20, r: 20, t: 30, b: 60 },
+        yaxis: { automargin: true, autorange: "reversed", type: "category" },
+        xaxis: { domain: [0, 0.47], title: { text: "energy (µJ), by level" } },
+        xaxis2: { domain: [0.53, 1], title: { text: "µJ moved, by operand" }, anchor: "y" },
+        legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
       }),
     };
   },

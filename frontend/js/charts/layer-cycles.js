@@ -48,7 +48,8 @@ export default {
       layout: baseLayout({
         barmode: "stack",
         margin: { l: 70, r: 20, t: 40, b: 120 },
-        xaxis: { type: "multicategory", tickangle: -40 },
+        // Vertical layer names: slanted ones reach left under the y axis's "0".
+        xaxis: { type: "multicategory", tickangle: -90, automargin: true },
         yaxis: { title: { text: "cycles (whole training)" } },
         legend: { orientation: "h", y: -0.5 },
         updatemenus: shown.length > 1

@@ -20,9 +20,16 @@ function dimension(label, values) {
   };
 }
 
+/** "rows (accelerator)" from "accelerator.rows": the field first, so labels stay short. */
+function axisLabel(key) {
+  const [group, ...rest] = key.split(".");
+  return rest.length ? `${rest.join(".")} (${group})` : key;
+}
+
 export default {
   id: "parallel",
   title: "Parallel coordinates over sweep parameters",
+  wide: true,
   build(runs) {
     const shown = finished(runs).filter((r) => r.speedup !== null);
     if (!shown.length) return emptyFigure("no finished runs to compare");
@@ -31,7 +38,7 @@ export default {
     // Only what changes between the shown runs: swept values, technique, accelerator.
     const keys = [...new Set(["accelerator", ...shown.flatMap((r) => Object.keys(r.params || {}))])].sort().filter(varies);
     const dimensions = [
-      ...keys.map((key) => dimension(key, shown.map((r) => valueOf(r, key)))),
+      ...keys.map((key) => dimension(axisLabel(key), shown.map((r) => valueOf(r, key)))),
       ...OUTCOMES.map(([key, label, scale = 1]) => dimension(label, shown.map((r) => (r[key] === null ? null : scale * r[key])))),
     ];
     return {
@@ -40,7 +47,7 @@ export default {
         dimensions,
         line: { color: shown.map((r) => r.speedup), colorscale: "Viridis", showscale: true, colorbar: { title: { text: "speedup" } } },
       }],
-      layout: baseLayout({ margin: { l: 70, r: 70, t: 60, b: 30 } }),
+      layout: baseLayout({ margin: { l: 70, r: 90, t: 70, b: 30 } }),
     };
   },
 };

@@ -18,9 +18,12 @@ export function pointOf(run) {
   return { intensity: ops / run.dram_bytes, performance: ops / seconds };
 }
 
+const ROOFS_IN_LEGEND = 6; // beyond this many accelerators, roofs are named in their hovers only
+
 export default {
   id: "roofline",
   title: "Roofline: ops and DRAM bytes against the array's peak",
+  wide: true,
   build(runs) {
     const shown = finished(runs).filter((r) => r.total_cycles && r.dram_bytes && r.macs_actual && r.accelerator && r.accelerator.clock_mhz);
     if (!shown.length) return emptyFigure("no finished runs with cycles and DRAM traffic");
@@ -30,14 +33,17 @@ export default {
     const hi = Math.max(...intensities) * 10;
     const data = [];
     // One roof per distinct accelerator (sampled designs share a name, not a roof).
-    [...groupBy(shown, acceleratorLabel)].forEach(([name, group], index) => {
+    const roofs = [...groupBy(shown, acceleratorLabel)];
+    const named = roofs.length <= ROOFS_IN_LEGEND;
+    roofs.forEach(([name, group], index) => {
       const { peak, bandwidth } = roofOf(group[0].accelerator);
       const ridge = peak / bandwidth;
       const xs = [lo, Math.min(Math.max(ridge, lo), hi), hi];
       data.push({
-        type: "scatter", mode: "lines", name: `roof: ${name}`,
+        type: "scatter", mode: "lines", name: named ? `roof: ${name}` : `roofs of ${roofs.length} accelerators (hover a roof)`,
+        legendgroup: "roofs", showlegend: named || index === 0,
         x: xs, y: xs.map((x) => Math.min(peak, bandwidth * x)),
-        line: { color: colorAt(index + 6), width: 2 },
+        line: { color: named ? colorAt(index + 6) : "#b8bec8", width: named ? 2 : 1 },
         hovertemplate: `${name}<br>peak %{y:.3s}ops/s<br>ridge at ${ridge.toPrecision(3)} ops/byte<extra></extra>`,
       });
     });
@@ -59,6 +65,8 @@ export default {
       layout: baseLayout({
         xaxis: { type: "log", title: { text: "operational intensity (ops / DRAM byte)" } },
         yaxis: { type: "log", title: { text: "achieved ops / s" } },
+        legend: { orientation: "v", x: 1.02, y: 1, xanchor: "left" },
+        margin: { l: 60, r: 20, t: 30, b: 50 },
       }),
     };
   },

@@ -1,0 +1,140 @@
+"""Through the browser: the compare page stays legible with 50 runs and 6 swept parameters: no
+two text labels of a chart overlap (ticks, legends, titles, annotations, axis labels)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from backend.api.security import local_user
+from backend.db.models import EpochMetric, Experiment, LayerResult, Run, Training
+from backend.db.session import session_scope
+from tests.browser.conftest import ConsoleLog, Server
+from tests.browser.test_dashboard_flow import CHARTS, wait_for_charts
+
+pytestmark = pytest.mark.browser
+
+RUNS = 50
+TECHNIQUES = ["baseline", "mercury", "sparsetrain", "adagp", "mercury+sparsetrain"]
+LAYERS = ["conv1", "conv2", "conv3", "conv4", "fc1", "fc2"]
+PASSES = ["fwd", "bwd_data", "bwd_weight"]
+
+
+def swept_values(rng: random.Random) -> dict[str, float | int]:
+    return {
+        "accelerator.rows": rng.choice([8, 16, 32, 64]),
+        "accelerator.cols": rng.choice([8, 16, 32, 64]),
+        "accelerator.dram_bandwidth": rng.choice([2.0, 4.0, 8.0, 16.0]),
+        "accelerator.clock_mhz": rng.choice([200.0, 500.0, 1000.0]),
+        "training.learning_rate": rng.choice([0.01, 0.03, 0.1]),
+        "mercury.signature_bits": rng.choice([16, 24, 32]),
+    }
+
+
+def seed_runs(server: Server) -> list[int]:
+    """RUNS finished runs of five techniques on sampled accelerators, each with per-layer
+    results, an energy summary and three epochs, as the worker stores them."""
+    rng = random.Random(7)
+    with session_scope(server.database_url) as db:
+        experiment = Experiment(
+            owner_id=local_user(db).id, name="legibility", spec={"name": "x"}, status="done"
+        )
+        db.add(experiment)
+        db.flush()
+        run_ids = []
+        for i in range(RUNS):
+            technique = TECHNIQUES[i % len(TECHNIQUES)]
+            params = swept_values(rng)
+            training = Training(
+                experiment_id=experiment.id, key=f"k{i}", technique=technique,
+                technique_params=[], training_config={}, status="done",
+            )  # fmt: skip
+            db.add(training)
+            db.flush()
+            accelerator = {
+                "name": "sampled",
+                "rows": params["accelerator.rows"],
+                "cols": params["accelerator.cols"],
+                "dataflow": "os",
+                "clock_mhz": params["accelerator.clock_mhz"],
+                "dram_bandwidth": params["accelerator.dram_bandwidth"],
+                "word_bytes": 4,
+            }
+            cycles = rng.randint(400_000, 2_000_000)
+            run = Run(
+                experiment_id=experiment.id, training_id=training.id, technique=technique,
+                technique_params=[], model="vgg-small", dataset="fashion-mnist",
+                training_config={}, accelerator_name="sampled", accelerator_config=accelerator,
+                params={"technique": technique, "accelerator": "sampled", "seed": i % 3, **params},
+                seed=i % 3, status="done", progress=1.0, is_baseline=technique == "baseline",
+                accuracy=rng.uniform(0.82, 0.9), speedup=1_000_000 / cycles,
+                energy_ratio=rng.uniform(0.5, 1.2), total_cycles=cycles,
+                compute_cycles=cycles // 2, stall_cycles=cycles - cycles // 2,
+                energy_pj=rng.uniform(1e8, 5e8), macs_algorithmic=10**9,
+                macs_actual=rng.randint(3 * 10**8, 10**9), macs_skipped=rng.randint(0, 10**8),
+                macs_overhead=rng.randint(0, 10**8), dram_bytes=rng.randint(10**6, 10**7),
+                summary={
+                    "energy_by_level": {"mac": 1e8, "register": 5e7, "sram": 8e7, "dram": 2e8},
+                    "energy_by_operand": {"ifmap": 1e8, "filter": 6e7, "ofmap": 7e7},
+                },
+            )  # fmt: skip
+            db.add(run)
+            db.flush()
+            for position, (layer, pass_) in enumerate(
+                (layer, pass_) for layer in LAYERS for pass_ in PASSES
+            ):
+                db.add(
+                    LayerResult(
+                        run_id=run.id, position=position, layer=layer, training_pass=pass_,
+                        role="compute", macs_algorithmic=10**7, macs_actual=10**7,
+                        macs_skipped=0, macs_overhead=0, compute_cycles=rng.randint(10**4, 10**5),
+                        stall_cycles=rng.randint(0, 10**5), total_cycles=2 * 10**5,
+                        utilization=0.5, mapping_efficiency=0.9, dram_bytes=10**5,
+                        energy_pj=1e6, details={},
+                    )
+                )  # fmt: skip
+            for epoch in (1, 2, 3):
+                db.add(
+                    EpochMetric(
+                        training_id=training.id, epoch=epoch, train_loss=1 / epoch,
+                        test_loss=1.1 / epoch, train_accuracy=0.8 + epoch / 50,
+                        test_accuracy=0.78 + epoch / 50, per_layer={},
+                    )
+                )  # fmt: skip
+            run_ids.append(run.id)
+        return run_ids
+
+
+OVERLAPS = (Path(__file__).parent / "label_overlaps.js").read_text()
+
+
+def overlapping_labels(page: Page, chart: str) -> tuple[int, list[str]]:
+    found = page.evaluate(OVERLAPS, chart)
+    return found["count"], found["clashes"]
+
+
+def test_fifty_runs_six_sweep_parameters_no_label_overlaps(
+    server: Server, browser: Browser, screenshots: Path
+) -> None:
+    run_ids = seed_runs(server)
+    console = ConsoleLog()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    console.watch(page)
+    page.goto(f"{server.url}/compare?ids={','.join(map(str, run_ids))}")
+    wait_for_charts(page, len(CHARTS))
+    page.screenshot(path=screenshots / "11-compare-50-runs.png", full_page=True)
+    problems = {}
+    for chart in CHARTS:
+        count, clashes = overlapping_labels(page, chart)
+        assert count > 0, f"{chart}: no text labels found"
+        if clashes:
+            problems[chart] = clashes[:5] + (
+                [f"... {len(clashes)} in all"] if len(clashes) > 5 else []
+            )
+    assert problems == {}, "\n".join(f"{k}: {v}" for k, v in problems.items())
+    assert console.errors == []
+    context.close()

@@ -39,3 +39,8 @@ def require_team_editor(db: Session, user: User, team_id: int | None) -> None:
     """Only a team's owners and members may give it new objects."""
     if team_id is not None and team_id not in team_ids(db, user, roles=EDITOR_ROLES):
         raise field_error("team_id", f"you are not an owner or member of team {team_id}")
+
+
+def can_delete(user: User, owner_id: int | None) -> bool:
+    """Deleting results is for their owner alone, not for the team that shares them."""
+    return owner_id == user.id

@@ -10,11 +10,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from backend.api.access import can_edit, require_team_editor
+from backend.api.access import can_delete, can_edit, require_team_editor
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.limits import check_active_runs
 from backend.api.run_query import visible_to
@@ -22,7 +22,7 @@ from backend.api.schemas import AnnotationsIn, ExpansionPreview, ExperimentOut, 
 from backend.api.security import CurrentUser
 from backend.db.models import Experiment, Run, Training, User
 from backend.db.session import session_factory
-from backend.experiments import service
+from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, ExpansionError, expand
 from backend.specs.experiment import ExperimentSpec
 
@@ -146,6 +146,24 @@ def annotate(
         setattr(experiment, field, value)
     db.commit()
     return show_experiment(experiment_id, db, user)
+
+
+@router.delete(
+    "/{experiment_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={403: {"description": "not the owner"}, 409: {"description": "runs still active"}},
+)
+def delete_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> Response:
+    """Delete an experiment with its runs, trainings and results (its owner only; refused
+    while any run is queued or running)."""
+    experiment = get_visible_experiment(db, user, experiment_id)
+    if not can_delete(user, experiment.owner_id):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "only the owner may delete an experiment")
+    try:
+        deletion.delete_experiment(db, experiment)
+    except deletion.DeletionRefused as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{experiment_id}/cancel", response_model=ExperimentOut)

@@ -15,7 +15,7 @@ from sqlalchemy.orm import aliased, selectinload
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
-from backend.api.access import can_edit
+from backend.api.access import can_delete, can_edit
 from backend.api.deps import DbSession
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_query import RunFilters, filtered_runs, run_filters, visible_to
@@ -32,6 +32,7 @@ from backend.api.schemas import (
 from backend.api.security import CurrentUser
 from backend.db.models import EpochMetric, Experiment, Run
 from backend.db.session import session_factory
+from backend.experiments import deletion
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 Filters = Annotated[RunFilters, Depends(run_filters)]
@@ -296,3 +297,31 @@ def annotate_run(
         setattr(run, field, value)
     db.commit()
     return RunOut.model_validate(run)
+
+
+@router.delete(
+    "/{run_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={
+        403: {"description": "not the owner"},
+        409: {"description": "still active, or the baseline of other runs"},
+    },
+)
+def delete_run(run_id: int, db: DbSession, user: CurrentUser) -> Response:
+    """Delete one run with its results (its experiment's owner only; refused while it is queued
+    or running, and while it is the baseline of other runs)."""
+    found = db.execute(
+        select(Run, Experiment.owner_id)
+        .join(Experiment, Experiment.id == Run.experiment_id)
+        .where(Run.id == run_id, visible_to(user, db))
+    ).first()
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    run, owner_id = found
+    if not can_delete(user, owner_id):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "only the owner may delete a run")
+    try:
+        deletion.delete_run(db, run)
+    except deletion.DeletionRefused as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

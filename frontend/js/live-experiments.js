@@ -1,6 +1,7 @@
 // Recent experiments with live status and progress from server-sent events, and cancel buttons.
 
 import { API, describe, getJson, postJson } from "./api.js";
+import { confirmButton } from "./confirm.js";
 import { el } from "./format.js";
 
 const TERMINAL = new Set(["done", "failed", "cancelled"]);
@@ -43,10 +44,10 @@ export class LiveExperiments {
     const counts = experiment.run_counts;
     const finished = counts.done + counts.failed + counts.cancelled;
     const total = experiment.total_runs || 1;
-    const cancel = el("button", {
-      type: "button", class: "danger", hidden: TERMINAL.has(experiment.status),
-      "aria-label": `cancel experiment ${experiment.id}`, text: "Cancel",
-      onclick: () => this.cancel(experiment.id),
+    const cancel = confirmButton({
+      label: "Cancel", ariaLabel: `cancel experiment ${experiment.id}`, hidden: TERMINAL.has(experiment.status),
+      question: `Stop its ${experiment.total_runs - finished} unfinished run(s)?`, confirmLabel: "Yes, cancel",
+      action: () => this.cancel(experiment.id),
     });
     return el("tr", { dataset: { experimentId: String(experiment.id), status: experiment.status } },
       el("td", {}, el("a", { href: `/experiments/${experiment.id}` }, `#${experiment.id} `, el("b", { text: experiment.name }))),
@@ -97,7 +98,7 @@ export class LiveExperiments {
     if (!row) return;
     row.dataset.status = status;
     row.querySelector(".experiment-status").replaceChildren(el("span", { class: `badge ${status}`, text: status }));
-    if (TERMINAL.has(status)) row.querySelector("button.danger").hidden = true;
+    if (TERMINAL.has(status)) row.querySelector(".confirm").hidden = true;
   }
 
   async refresh(id) {

@@ -42,7 +42,7 @@ export function statusCell(run) {
 }
 
 export const COLUMN_CHOICES = COLUMNS.map(({ key, label }) => ({ key, label }));
-export const DEFAULT_COLUMNS = COLUMNS.map((c) => c.key).filter((key) => key !== "tags");
+export const DEFAULT_COLUMNS = COLUMNS.map((c) => c.key);
 
 export class RunTable {
   constructor(container, { state, onChange, columns }) {

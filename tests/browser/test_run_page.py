@@ -125,7 +125,31 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     page.get_by_role("link", name=f"#{run['id']}", exact=True).click()
     page.wait_for_selector("#layer-table")
     assert page.url.endswith(f"/runs/{run['id']}")
-    assert console.errors == []
+
+    # Delete, confirmed in place: the baseline is refused while the run still refers to it.
+    page.goto(f"{server.url}/runs/{baseline['id']}")
+    page.wait_for_selector("#layer-table")
+    page.get_by_role("button", name="Delete run").click()
+    page.get_by_role("button", name="Keep").click()  # changed one's mind: nothing happens
+    page.get_by_role("button", name="Delete run").click()
+    page.get_by_role("button", name="Yes, delete").click()
+    page.wait_for_function(
+        "() => /baseline of 1 other run/.test(document.getElementById('page-errors').textContent)"
+    )
+    page.goto(f"{server.url}/runs/{run['id']}")
+    page.wait_for_selector("#layer-table")
+    page.get_by_role("button", name="Delete run").click()
+    page.get_by_role("button", name="Yes, delete").click()
+    page.wait_for_url(f"{server.url}/experiments/{experiment['id']}")
+    page.wait_for_selector("#run-table tbody tr")
+    assert page.locator("#run-table tbody tr").count() == 1
+    page.get_by_role("button", name="Delete experiment").click()
+    page.screenshot(path=str(screenshots / "experiment-delete-confirm.png"), full_page=True)
+    page.get_by_role("button", name="Yes, delete").click()
+    page.wait_for_url(f"{server.url}/")
+    assert httpx.get(f"{server.url}/api/v1/experiments/{experiment['id']}").status_code == 404
+    errors = [e for e in console.errors if "409" not in e]  # the refused delete, on purpose
+    assert errors == []
 
 
 def test_run_page_shows_why_a_run_failed(

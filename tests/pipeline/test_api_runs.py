@@ -6,9 +6,9 @@ import json
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
-from backend.db.models import Run
+from backend.db.models import Experiment, Run, Training
 from backend.db.session import session_scope
 from backend.settings import Settings
 from tests.pipeline.conftest import TINY_TRAINING
@@ -235,3 +235,38 @@ def test_run_table_columns_are_kept_per_user(api: TestClient) -> None:
     assert refused.status_code == 422
     assert refused.json()["detail"][0]["loc"] == ["body", "run_table_columns", 1]
     assert api.get("/api/v1/preferences").json()["run_table_columns"] == chosen
+
+
+def test_delete_is_refused_while_active_or_referenced_then_removes_only_its_own(
+    api: TestClient, finished: dict, pg_settings: Settings
+) -> None:
+    url = pg_settings.effective_database_url
+    baseline_id = min(finished)
+    mercury_ids = sorted(set(finished) - {baseline_id})
+    refused = api.delete(f"/api/v1/runs/{baseline_id}")
+    assert refused.status_code == 409 and "baseline of 3 other run(s)" in refused.text
+    with session_scope(url) as db:
+        db.execute(update(Run).where(Run.id == mercury_ids[0]).values(status="running"))
+    running = api.delete(f"/api/v1/runs/{mercury_ids[0]}")
+    assert running.status_code == 409 and "running: cancel it first" in running.text
+    experiment_id = api.get(f"/api/v1/runs/{baseline_id}").json()["experiment_id"]
+    whole = api.delete(f"/api/v1/experiments/{experiment_id}")
+    assert whole.status_code == 409 and "cancel it first" in whole.text
+    with session_scope(url) as db:
+        db.execute(update(Run).where(Run.id == mercury_ids[0]).values(status="done"))
+        trainings_before = db.scalar(select(func.count()).select_from(Training))
+
+    assert api.delete(f"/api/v1/runs/{mercury_ids[0]}").status_code == 204
+    assert api.get(f"/api/v1/runs/{mercury_ids[0]}").status_code == 404
+    with session_scope(url) as db:
+        # Its own training went with it (no other run shared it); the others stay.
+        assert db.scalar(select(func.count()).select_from(Training)) == trainings_before - 1
+        assert db.scalar(select(func.count()).select_from(Run)) == len(finished) - 1
+    for run_id in mercury_ids[1:]:
+        assert api.delete(f"/api/v1/runs/{run_id}").status_code == 204
+    assert api.delete(f"/api/v1/runs/{baseline_id}").status_code == 204  # no longer referenced
+    assert api.delete(f"/api/v1/experiments/{experiment_id}").status_code == 204
+    assert api.get(f"/api/v1/experiments/{experiment_id}").status_code == 404
+    with session_scope(url) as db:
+        for model in (Run, Training, Experiment):
+            assert db.scalar(select(func.count()).select_from(model)) == 0

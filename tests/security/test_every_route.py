@@ -235,3 +235,17 @@ def test_run_summaries_count_only_visible_runs(client: TestClient, world: World)
     bob = client.get("/api/v1/runs/summary", params=by_experiment, headers=world.bob.auth)
     assert world.experiment_id in [group["value"] for group in alice.json()]
     assert world.experiment_id not in [group["value"] for group in bob.json()]
+
+
+def test_only_the_owner_deletes_and_annotations_need_an_editor(
+    client: TestClient, world: World
+) -> None:
+    experiment = f"/api/v1/experiments/{world.experiment_id}"
+    run = f"/api/v1/runs/{world.run_ids[0]}"
+    for person in (world.carol, world.victor):  # team member and team viewer
+        assert client.delete(experiment, headers=person.auth).status_code == 403
+        assert client.delete(run, headers=person.auth).status_code == 403
+    assert client.patch(run, json={"notes": "n"}, headers=world.victor.auth).status_code == 403
+    assert client.patch(run, json={"notes": "n"}, headers=world.carol.auth).status_code == 200
+    assert client.get(experiment, headers=world.alice.auth).status_code == 200
+    assert client.get(run, headers=world.alice.auth).json()["notes"] == "n"

@@ -1,7 +1,8 @@
 // One experiment: its status and counts, its runs (each linked to its page) and its spec.
 
 import { annotationsEditor } from "../annotations.js";
-import { API, describe, getJson, query } from "../api.js";
+import { API, del, describe, getJson, query } from "../api.js";
+import { confirmButton } from "../confirm.js";
 import { el } from "../format.js";
 import { RunTable } from "../run-table.js";
 import { specText } from "../spec-text.js";
@@ -33,6 +34,18 @@ async function main() {
   try {
     const experiment = await getJson(`${API}/experiments/${experimentId}`);
     renderSummary(experiment);
+    document.getElementById("experiment-actions").append(confirmButton({
+      label: "Delete experiment", confirmLabel: "Yes, delete",
+      question: `Delete experiment #${experiment.id}, its ${experiment.total_runs} run(s) and their results for good?`,
+      action: async () => {
+        try {
+          await del(`${API}/experiments/${experiment.id}`);
+          location.href = "/";
+        } catch (error) {
+          document.getElementById("page-errors").textContent = `Not deleted: ${describe(error)}`;
+        }
+      },
+    }));
     annotationsEditor(document.getElementById("annotations"), {
       path: `${API}/experiments/${experimentId}`, tags: experiment.tags, notes: experiment.notes, what: "experiment",
     });

@@ -1,7 +1,8 @@
 // One run in full: what it is, what it was compared with, and every figure it produced.
 
 import { annotationsEditor } from "../annotations.js";
-import { API, describe, getJson } from "../api.js";
+import { API, del, describe, getJson } from "../api.js";
+import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent } from "../format.js";
 import { statusCell } from "../run-table.js";
@@ -128,6 +129,17 @@ async function main() {
   try {
     const run = await getJson(`${API}/runs/${runId}`);
     renderSummary(run);
+    document.getElementById("run-actions").append(confirmButton({
+      label: "Delete run", question: `Delete run #${run.id} and its results for good?`, confirmLabel: "Yes, delete",
+      action: async () => {
+        try {
+          await del(`${API}/runs/${run.id}`);
+          location.href = `/experiments/${run.experiment_id}`;
+        } catch (error) {
+          errors.textContent = `Not deleted: ${describe(error)}`;
+        }
+      },
+    }));
     annotationsEditor(document.getElementById("annotations"), { path: `${API}/runs/${run.id}`, tags: run.tags, notes: run.notes, what: "run" });
     renderSpec(run);
     renderLayers(run);

@@ -253,6 +253,30 @@ def _rows_of(tensor: str, counts: np.ndarray, g: ConvGeometry) -> np.ndarray:
     return values.reshape(shape)
 
 
+def _horizontal_products(g: ConvGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """For every (ow, s): the input column w it meets, and whether w is real (not padding)."""
+    ow = np.arange(g.out_w)[:, None]
+    s = np.arange(g.kernel_w)[None, :]
+    w = ow * g.stride_w - g.pad_w + s * g.dilation_w
+    return w, (w >= 0) & (w < g.width)
+
+
+def input_taps(g: ConvGeometry) -> np.ndarray:
+    """Per input column w: the (ow, s) products an input non-zero there takes part in."""
+    w, real = _horizontal_products(g)
+    return np.bincount(w[real], minlength=g.width).astype(np.float64)
+
+
+def gradient_taps(g: ConvGeometry) -> np.ndarray:
+    """Per output column ow: the kernel taps whose product with dY[ow] meets a real column."""
+    return _horizontal_products(g)[1].sum(axis=1).astype(np.float64)
+
+
+def kernel_taps(g: ConvGeometry) -> np.ndarray:
+    """Per kernel column s: the output columns whose product with W[s] meets a real column."""
+    return _horizontal_products(g)[1].sum(axis=0).astype(np.float64)
+
+
 def input_rows(g: ConvGeometry) -> tuple[np.ndarray, np.ndarray]:
     """h(oh, r) as an (OH, R) array, clipped into [0, H), and whether it is a real row."""
     oh = np.arange(g.out_h)[:, None]

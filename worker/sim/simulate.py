@@ -202,9 +202,7 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
             if key not in row_steps:
                 row_steps[key] = row_work[i].step_cycles(int(rows[p, 0]), int(cols[p, 0]))
             array_cycles[p, i] = (
-                np.ceil(row_steps[key] * kept[p, i] - 1e-9)
-                + row_map.folds[p, i] * row_map.fill_drain[p, i]
-                - 1
+                row_steps[key] * kept[p, i] + row_map.folds[p, i] * row_map.fill_drain[p, i] - 1
             )
             mac_fraction[p, i] = op.density_a * op.density_b
             continue

@@ -65,6 +65,7 @@ stationary's (worker.sim.memory).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -174,22 +175,27 @@ class SparseRows:
         return total / len(self.groups)
 
 
-@dataclass(frozen=True)
 class _ColumnWork:
     """Work that depends on the column j, the kernel row r and the step t, not on the lane u:
-    x[r, j, t]."""
+    x[r, j, t]. Sums per (kernel-row piece, column tile) are kept: a sweep over array shapes
+    meets the same ones again."""
 
-    x: np.ndarray  # (R, J, T)
+    def __init__(self, x: np.ndarray) -> None:
+        self.x = x  # (R, J, T)
+        self._busiest: dict[tuple[int, int, int], float] = {}
 
     def steps(self, rows: int, cols: int, s: TaskSpace) -> float:
         total = 0.0
         for piece, repeats in _row_pieces(s, rows):
-            per_column = self.x[piece].max(axis=0)  # (J, T)
-            pad = -per_column.shape[0] % cols
-            if pad:
-                per_column = np.concatenate([per_column, np.zeros((pad, s.steps))])
-            busiest = per_column.reshape(-1, cols, s.steps).max(axis=1)
-            total += repeats * float(busiest.sum())
+            key = (piece.start, piece.stop, cols)
+            if key not in self._busiest:
+                per_column = self.x[piece].max(axis=0)  # (J, T)
+                pad = -per_column.shape[0] % cols
+                if pad:
+                    per_column = np.concatenate([per_column, np.zeros((pad, s.steps))])
+                busiest = per_column.reshape(-1, cols, s.steps).max(axis=1)
+                self._busiest[key] = float(busiest.sum())
+            total += repeats * self._busiest[key]
         return total
 
 
@@ -277,6 +283,7 @@ def kernel_taps(g: ConvGeometry) -> np.ndarray:
     return _horizontal_products(g)[1].sum(axis=0).astype(np.float64)
 
 
+@lru_cache(maxsize=256)
 def input_rows(g: ConvGeometry) -> tuple[np.ndarray, np.ndarray]:
     """h(oh, r) as an (OH, R) array, clipped into [0, H), and whether it is a real row."""
     oh = np.arange(g.out_h)[:, None]
@@ -293,11 +300,11 @@ def _group_work(
     cs, ks = slice(group * cg, (group + 1) * cg), slice(group * kg, (group + 1) * kg)
     h, real = input_rows(g)  # (OH, R)
     n, oh_count, r_count = g.batch, g.out_h, g.kernel_h
-    real_nj = np.broadcast_to(real.T[:, None, :], (r_count, n, oh_count)).reshape(r_count, -1)
     if tensor == "w":  # FWD / BWD-DATA skipping the kernel row: lanes are k (FWD) or c
         w = rows[ks]  # (Kg, Cg, R)
         y = w.transpose(0, 2, 1) if pass_ is TrainingPass.FWD else w.transpose(1, 2, 0)
-        return _LaneWork(y=y, real=real_nj)
+        real_nj = np.broadcast_to(real.T[:, None, :], (r_count, n, oh_count))
+        return _LaneWork(y=y, real=real_nj.reshape(r_count, -1))
     if tensor == "x":
         x = rows[:, cs][:, :, h] * real[None, None]  # (N, Cg, OH, R)
         if pass_ is TrainingPass.FWD:  # x[r, j=(n, oh), t=c]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from backend.specs.accelerator import AcceleratorConfig
+from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import (
     UnitCycles,
@@ -48,10 +48,16 @@ from worker.sim.extensions import (
 )
 from worker.sim.memory import dram_traffic, stall_cycles
 from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
-from worker.sim.row_dataflow import SparseRows, dense_row_cycles, map_rows, task_space
-from worker.sim.systolic import DATAFLOW_CODES, OS, ROW, dense_compute, map_gemm
+from worker.sim.row_dataflow import (
+    RowMapping,
+    SparseRows,
+    dense_row_cycles,
+    map_rows,
+    task_space,
+)
+from worker.sim.systolic import DATAFLOW_CODES, OS, ROW, ArrayMapping, dense_compute, map_gemm
 from worker.sim.workload import GemmOp, Workload
-from worker.sim.zero_skipping import SparseStream, sparse_stream
+from worker.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
 
 
 @dataclass(frozen=True)
@@ -189,31 +195,12 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
     array_cycles = np.where(on_array, cycles, 0).astype(np.float64)
     efficiency = np.where(by_rows, row_map.mapping_efficiency, dense.mapping_efficiency)
     mac_fraction = np.ones(m.shape)
-    sparse_pairs = np.argwhere(on_array & ops.sparse & skips_zeros)
-    streams: dict[tuple[int, ...], SparseStream] = {}  # configs often share an array shape
-    row_work: dict[int, SparseRows] = {}
-    row_steps: dict[tuple[int, ...], float] = {}
-    for p, i in sparse_pairs:
-        op = workload.ops[i]
-        if by_rows[p, i]:
-            if i not in row_work:
-                row_work[i] = SparseRows(op)
-            key = (i, rows[p, 0], cols[p, 0])
-            if key not in row_steps:
-                row_steps[key] = row_work[i].step_cycles(int(rows[p, 0]), int(cols[p, 0]))
-            array_cycles[p, i] = (
-                row_steps[key] * kept[p, i] + row_map.folds[p, i] * row_map.fill_drain[p, i] - 1
-            )
-            mac_fraction[p, i] = op.density_a * op.density_b
-            continue
-        key = (i, m[p, i], k[p, i], n[p, i], rows[p, 0], cols[p, 0], gemm_df[p, 0])
-        if key not in streams:
-            streams[key] = sparse_stream(op, *(int(v) for v in key[1:]))
-        stream = streams[key]
-        array_cycles[p, i] = (
-            stream.temporal_cycles + mapping.folds[p, i] * mapping.fill_drain[p, i] - 1
-        )
-        mac_fraction[p, i] = stream.mac_fraction
+    sparse = on_array & ops.sparse & skips_zeros
+    if sparse.any():
+        mac_fraction = np.where(sparse, gated_mac_fraction(ops.density_a, ops.density_b), 1.0)
+        _sparse_rows(workload, sparse & by_rows, array_cycles, rows, cols, row_map, kept)
+        _sparse_gemms(workload, ops, sparse & ~by_rows, array_cycles, m, k, n, rows, cols,
+                      gemm_df, mapping)  # fmt: skip
 
     g = ops.groups
     effective_macs = np.where(runs, m * k * n, 0) * g
@@ -315,10 +302,87 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
     training["mapping_efficiency"] = np.divide(
         training["mapped_pe_cycles"], array_total, out=np.zeros(m.shape), where=array_total > 0
     )
+    labels = _labels(workload)
+    switched_on = np.concatenate([has_mcache, skips_zeros, has_predictor], axis=1).tolist()
     return [
-        _result(workload, accel, {name: values[p] for name, values in training.items()})
+        _result(
+            workload,
+            accel,
+            {name: values[p] for name, values in training.items()},
+            labels,
+            tuple(name for name, on in zip(EXTENSIONS, switched_on[p], strict=True) if on),
+        )
         for p, accel in enumerate(accels)
     ]
+
+
+def _group(columns: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
+    """The distinct rows of these equally long integer columns, and each row's group."""
+    codes, sizes, firsts = [], [], []
+    for column in columns:
+        values, code = np.unique(column, return_inverse=True)
+        codes.append(code.reshape(-1))
+        sizes.append(len(values))
+    flat = np.ravel_multi_index(codes, sizes) if len(codes) > 1 else codes[0]
+    _, firsts, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    keys = np.stack([column[firsts] for column in columns], axis=1).tolist()
+    return keys, inverse.reshape(-1)
+
+
+def _sparse_rows(
+    workload: Workload,
+    pairs: np.ndarray,
+    array_cycles: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    row_map: RowMapping,
+    kept: np.ndarray,
+) -> None:
+    """Array cycles of sparse convolutions on the row dataflow, one closed form per (GEMM,
+    array shape)."""
+    p, i = np.nonzero(pairs)
+    if not len(p):
+        return
+    keys, inverse = _group([i, rows[p, 0], cols[p, 0]])
+    work: dict[int, SparseRows] = {}
+    steps = np.empty(len(keys))
+    for index, (op_index, r, c) in enumerate(keys):
+        if op_index not in work:
+            work[op_index] = SparseRows(workload.ops[op_index])
+        steps[index] = work[op_index].step_cycles(r, c)
+    fill = row_map.row_folds * row_map.col_folds * row_map.fill_drain
+    array_cycles[p, i] = steps[inverse] * kept[p, i] + fill[p, i] - 1
+
+
+def _sparse_gemms(
+    workload: Workload,
+    ops: _Ops,
+    pairs: np.ndarray,
+    array_cycles: np.ndarray,
+    m: np.ndarray,
+    k: np.ndarray,
+    n: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    df: np.ndarray,
+    mapping: ArrayMapping,
+) -> None:
+    """Array cycles of sparse GEMMs on the systolic dataflows: the lane steps once per (GEMM,
+    effective shape, lane tile, dataflow), times the folds of the other dimension."""
+    p, i = np.nonzero(pairs)
+    if not len(p):
+        return
+    skip_a = (ops.density_a <= ops.density_b)[0, i]
+    flow = df[p, 0]
+    tile = np.where(lane_tile_is_rows(flow, skip_a), rows[p, 0], cols[p, 0])
+    keys, inverse = _group([i, m[p, i], k[p, i], n[p, i], tile, flow])
+    memo: dict = {}
+    steps = np.array(
+        [lane_steps(workload.ops[o], mm, kk, nn, t, f, memo) for o, mm, kk, nn, t, f in keys]
+    )
+    repeats = other_folds(m[p, i], n[p, i], rows[p, 0], cols[p, 0], flow, skip_a)
+    fill = mapping.row_folds * mapping.col_folds * mapping.fill_drain
+    array_cycles[p, i] = steps[inverse] * repeats + fill[p, i] - 1
 
 
 _CONFIG_FIELDS = (
@@ -339,8 +403,16 @@ _CONFIG_FIELDS = (
 )
 
 
+def _labels(workload: Workload) -> list[tuple[str, str, str, int]]:
+    return [(op.layer, str(op.pass_.value), op.role, op.executions) for op in workload.ops]
+
+
 def _result(
-    workload: Workload, accel: AcceleratorConfig, columns: dict[str, np.ndarray]
+    workload: Workload,
+    accel: AcceleratorConfig,
+    columns: dict[str, np.ndarray],
+    labels: list[tuple[str, str, str, int]] | None = None,
+    extensions: tuple[str, ...] | None = None,
 ) -> SimulationResult:
     if not columns:
         columns = {name: np.zeros(0) for name in EnergyColumns.names() + _EMPTY_COLUMNS}
@@ -351,8 +423,8 @@ def _result(
         iterations=workload.iterations,
         clock_mhz=accel.clock_mhz,
         pes=accel.rows * accel.cols,
-        extensions=accel.extensions_on,
-        labels=[(op.layer, str(op.pass_.value), op.role, op.executions) for op in workload.ops],
+        extensions=accel.extensions_on if extensions is None else extensions,
+        labels=_labels(workload) if labels is None else labels,
         columns=columns,
     )
 

@@ -7,11 +7,39 @@ An accelerator's extensions (`mercury`, `zero_skipping`, `gradient_predictor`) s
 it offers. The simulator takes a config literally and its result lists the extensions that were
 on; an experiment's run switches on only those its techniques use (`for_techniques`), so a
 baseline runs on the plain array. The presets below offer their extensions the same way.
+
+Presets (PRESETS): edge, tpu-like and eyeriss-like are generic arrays that offer every extension
+(a run switches on those its techniques use). Each paper's accelerator offers only its own.
+The full papers were not available: "paper" marks what their abstracts and summaries state,
+"assumed" a choice made here (a documented default a user may sweep), never tuned to reach a
+paper's number.
+
+sparsetrain-like (SparseTrain, DAC 2020):
+  paper: a 1-D convolution dataflow (rows of inputs against rows of kernels) that skips the zeros
+    of ReLU/pooling outputs in FWD and of the stochastically pruned activation gradients in
+    BWD-DATA and BWD-WEIGHT; sparse data is stored compressed; 14 nm.
+  assumed: the PE mapping of worker.sim.row_dataflow (kernel rows down the PE rows, output rows
+    across the columns, channels folded over time); a 16 x 16 array; 64/64/64 KiB SRAMs; 8 words
+    per cycle of DRAM bandwidth; 500 MHz; the default (45 nm) energy table; pruning arithmetic
+    on one unit per PE column, overlapped with the array.
+mercury-like (MERCURY, HPCA 2023):
+  paper: a systolic-array accelerator with an MCACHE that holds signatures and results; the
+    signature (random projection) is computed with the pattern of a convolution, on the same
+    dataflow.
+  assumed: a 32 x 32 output-stationary array; one MCACHE lookup port per PE row
+    (lookups_per_cycle 0) with a 1-cycle lookup latency; the projection on the array
+    (projection_macs_per_cycle 0), fed by the FWD input stream; 64/64/64 KiB SRAMs; 8 words per
+    cycle; 500 MHz. The MCACHE's entries and ways are the training's (MercuryParams).
+adagp-like (ADA-GP, MICRO 2023):
+  paper: a systolic-array accelerator with a hardware extension that runs the gradient
+    predictors.
+  assumed: a 32 x 32 output-stationary array; a predictor unit of 256 MACs per cycle with its
+    operands in on-chip SRAM; 64/64/64 KiB SRAMs; 8 words per cycle; 500 MHz.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -152,37 +180,25 @@ def techniques_of(label: str) -> frozenset[str]:
     return frozenset(name for name in label.split("+") if name and name != "baseline")
 
 
-_NO_MCACHE = MercuryHardware(enabled=False)
-_NO_ZERO_SKIPPING = ZeroSkipping(enabled=False)
-_NO_PREDICTOR = GradientPredictorUnit(enabled=False)
+def _paper_accelerator(**fields: Any) -> AcceleratorConfig:
+    """A paper's accelerator: the assumed array and memories below, and no extension but the
+    ones `fields` switch on."""
+    base: dict[str, Any] = {
+        "rows": 32,
+        "cols": 32,
+        "dataflow": "os",
+        "ifmap_sram_kib": 64,
+        "filter_sram_kib": 64,
+        "ofmap_sram_kib": 64,
+        "dram_bandwidth": 8.0,
+        "clock_mhz": 500.0,
+        "mercury": MercuryHardware(enabled=False),
+        "zero_skipping": ZeroSkipping(enabled=False),
+        "gradient_predictor": GradientPredictorUnit(enabled=False),
+    }
+    return AcceleratorConfig(**(base | fields))
 
-# Presets. edge, tpu-like and eyeriss-like are generic arrays that offer every extension (a run
-# switches on those its techniques use). Each paper's accelerator offers only its own extension.
-# The full papers were not available: "paper" marks what their abstracts and summaries state,
-# "assumed" a choice made here (a documented default a user may sweep), never tuned to reach a
-# paper's number.
-#
-# sparsetrain-like (SparseTrain, DAC 2020):
-#   paper: a 1-D convolution dataflow (rows of inputs against rows of kernels) that skips the zeros
-#     of ReLU/pooling outputs in FWD and of the stochastically pruned activation gradients in
-#     BWD-DATA and BWD-WEIGHT; sparse data is stored compressed; 14 nm.
-#   assumed: the PE mapping of worker.sim.row_dataflow (kernel rows down the PE rows, output rows
-#     across the columns, channels folded over time); a 16 x 16 array; 64/64/64 KiB SRAMs; 8 words
-#     per cycle of DRAM bandwidth; 500 MHz; the default (45 nm) energy table; pruning arithmetic
-#     on one unit per PE column, overlapped with the array.
-# mercury-like (MERCURY, HPCA 2023):
-#   paper: a systolic-array accelerator with an MCACHE that holds signatures and results; the
-#     signature (random projection) is computed with the pattern of a convolution, on the same
-#     dataflow.
-#   assumed: a 32 x 32 output-stationary array; one MCACHE lookup port per PE row
-#     (lookups_per_cycle 0) with a 1-cycle lookup latency; the projection on the array
-#     (projection_macs_per_cycle 0), fed by the FWD input stream; 64/64/64 KiB SRAMs; 8 words per
-#     cycle; 500 MHz. The MCACHE's entries and ways are the training's (MercuryParams).
-# adagp-like (ADA-GP, MICRO 2023):
-#   paper: a systolic-array accelerator with a hardware extension that runs the gradient
-#     predictors.
-#   assumed: a 32 x 32 output-stationary array; a predictor unit of 256 MACs per cycle with its
-#     operands in on-chip SRAM; 64/64/64 KiB SRAMs; 8 words per cycle; 500 MHz.
+
 PRESETS: dict[str, AcceleratorConfig] = {
     "edge": AcceleratorConfig(
         name="edge",
@@ -217,48 +233,21 @@ PRESETS: dict[str, AcceleratorConfig] = {
         dram_bandwidth=4.0,
         clock_mhz=200.0,
     ),
-    "sparsetrain-like": AcceleratorConfig(
+    "sparsetrain-like": _paper_accelerator(
         name="sparsetrain-like",
         rows=16,
         cols=16,
         dataflow="row",
-        ifmap_sram_kib=64,
-        filter_sram_kib=64,
-        ofmap_sram_kib=64,
-        dram_bandwidth=8.0,
-        clock_mhz=500.0,
-        mercury=_NO_MCACHE,
         zero_skipping=ZeroSkipping(enabled=True),
-        gradient_predictor=_NO_PREDICTOR,
     ),
-    "mercury-like": AcceleratorConfig(
+    "mercury-like": _paper_accelerator(
         name="mercury-like",
-        rows=32,
-        cols=32,
-        dataflow="os",
-        ifmap_sram_kib=64,
-        filter_sram_kib=64,
-        ofmap_sram_kib=64,
-        dram_bandwidth=8.0,
-        clock_mhz=500.0,
         mercury=MercuryHardware(
             enabled=True, lookups_per_cycle=0, lookup_latency=1, projection_macs_per_cycle=0
         ),
-        zero_skipping=_NO_ZERO_SKIPPING,
-        gradient_predictor=_NO_PREDICTOR,
     ),
-    "adagp-like": AcceleratorConfig(
+    "adagp-like": _paper_accelerator(
         name="adagp-like",
-        rows=32,
-        cols=32,
-        dataflow="os",
-        ifmap_sram_kib=64,
-        filter_sram_kib=64,
-        ofmap_sram_kib=64,
-        dram_bandwidth=8.0,
-        clock_mhz=500.0,
-        mercury=_NO_MCACHE,
-        zero_skipping=_NO_ZERO_SKIPPING,
         gradient_predictor=GradientPredictorUnit(enabled=True, macs_per_cycle=256),
     ),
 }

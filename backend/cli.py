@@ -22,7 +22,7 @@ from backend.client import ApiError, OrreryClient
 from backend.db import migrate as migrations
 from backend.queue import QUEUE
 from backend.settings import get_settings
-from backend.specs.accelerator import PRESETS
+from backend.specs.accelerator import PRESETS, techniques_of
 from backend.specs.training import MODEL_NAMES, TrainingConfig
 
 T = TypeVar("T")
@@ -449,7 +449,10 @@ def simulate(
     batch_size: Annotated[int, typer.Option(help="mini-batch size")] = 64,
     width: Annotated[int, typer.Option(help="base channel width")] = 16,
 ) -> None:
-    """Simulate one dense training step of a zoo model on a preset; print a per-layer table."""
+    """Simulate one dense training step of a zoo model on a preset; print a per-layer table.
+
+    Like an experiment's baseline run, the step runs on the preset with only the extensions its
+    techniques use switched on (a dense step uses none); the output says which were on."""
     if accel not in PRESETS:
         _fail(f"--accel: unknown preset '{accel}'; choose one of {', '.join(PRESETS)}")
     try:
@@ -458,10 +461,18 @@ def simulate(
         error = exc.errors()[0]
         _fail(f"{'.'.join(str(p) for p in error['loc']) or 'spec'}: {error['msg']}")
     from worker.sim import simulate as run_simulation
-    from worker.sim.report import layer_table
+    from worker.sim.report import extensions_line, layer_table
     from worker.training import dense_workload
 
-    console.print(layer_table(run_simulation(dense_workload(config), PRESETS[accel])))
+    workload = dense_workload(config)
+    hardware = PRESETS[accel].for_techniques(techniques_of(workload.technique))
+    result = run_simulation(workload, hardware)
+    console.print(layer_table(result))
+    offered = ", ".join(PRESETS[accel].extensions_on) or "none"
+    console.print(
+        f"{extensions_line(result)}; {accel} offers: {offered} (a run switches on those its "
+        "techniques use; a dense step, like an experiment's baseline, uses none)"
+    )
 
 
 user_app = typer.Typer(help="Accounts: create users (the first admin among them).")

@@ -2,8 +2,9 @@
 
 Prints, from one run:
 - layer-pass evaluations per second of simulate_many (one core), sweeping accelerator configs
-  over a CIFAR-scale network's training GEMMs, with and without materialising the per-row
-  LayerPassResult objects;
+  (os, ws, is and the 1-D row dataflow, zero-skipping on) over a CIFAR-scale network's training
+  GEMMs as the training stores them (sparse, with per-lane and per-row counts), with and without
+  materialising the per-row LayerPassResult objects, and for the same GEMMs dense;
 - the time to re-simulate a stored (JSON) workload of a 10-layer network, with measured per-lane
   non-zero counts on every backward pass, on a new accelerator config;
 - SCALE-Sim v3.0.0's seconds per layer on a sample of the same GEMMs and our seconds per
@@ -25,6 +26,7 @@ import numpy as np
 from backend.specs.accelerator import AcceleratorConfig
 from worker.sim import Workload, simulate, simulate_many
 from worker.sim.lowering import lower_conv2d, lower_linear
+from worker.sim.row_dataflow import gradient_taps, input_taps
 from worker.sim.workload import GemmOp, TrainingPass
 
 BATCH = 2
@@ -44,16 +46,26 @@ def network_ops(batch: int) -> list[GemmOp]:
 
 
 def measured_workload(batch: int, iterations: int, rng: np.random.Generator) -> Workload:
-    """The network as the training engine would store it: sparse backward passes, GP steps."""
+    """The network as the training engine would store it: sparse inputs (FWD) and gradients
+    (backward), with per-lane non-zero counts for the systolic dataflows and per-row work for
+    the 1-D row dataflow on every pass, and GP steps that skip half the backward passes."""
     ops = network_ops(batch)
     for op in ops:
         op.executions = iterations
-        if op.pass_ is not TrainingPass.FWD:
-            op.executions = iterations // 2
-            op.density_a = 0.3
-            op.a_row_nnz = rng.binomial(op.k, 0.3, size=op.m).astype(np.int64)
-        else:
-            op.density_a = 0.55
+        backward = op.pass_ is not TrainingPass.FWD
+        density = 0.3 if backward else 0.55
+        op.executions = iterations // 2 if backward else iterations
+        op.density_a = density
+        op.a_row_nnz = rng.binomial(op.k, density, size=op.m).astype(np.int64)
+        g = op.conv
+        if g is None:
+            continue
+        if backward:  # dY rows (n, k, oh)
+            mask = rng.random((g.batch * g.out_channels * g.out_h, g.out_w)) < density
+            op.a_line_macs = (mask @ gradient_taps(g)).astype(np.int64)
+        else:  # x rows (n, c, h)
+            mask = rng.random((g.batch * g.in_channels * g.height, g.width)) < density
+            op.a_line_macs = (mask @ input_taps(g)).astype(np.int64)
     return Workload("cnn10", "cifar10", batch, iterations, ops, technique="sparsetrain+adagp")
 
 
@@ -63,7 +75,7 @@ def configs(count: int, rng: np.random.Generator) -> list[AcceleratorConfig]:
             name=f"cfg{i}",
             rows=int(rng.choice([8, 12, 16, 32, 64, 128])),
             cols=int(rng.choice([8, 14, 16, 32, 64, 128])),
-            dataflow=str(rng.choice(["os", "ws", "is"])),
+            dataflow=str(rng.choice(["os", "ws", "is", "row"])),
             ifmap_sram_kib=int(rng.choice([16, 64, 256])),
             filter_sram_kib=int(rng.choice([16, 64, 256])),
             ofmap_sram_kib=int(rng.choice([16, 64, 256])),
@@ -88,25 +100,38 @@ def main() -> None:
     for op in dense.ops:
         op.executions = 1000
     sweep = configs(400, rng)
+    measured = measured_workload(BATCH, 1000, np.random.default_rng(2))
     evaluations = len(dense.ops) * len(sweep)
-    core = best_seconds(lambda: simulate_many(dense, sweep), 5)
-    rows = best_seconds(lambda: [r.layers for r in simulate_many(dense, sweep)], 3)
-    print(f"layer-pass GEMMs: {len(dense.ops)}, accelerator configs: {len(sweep)}")
+    core = best_seconds(lambda: simulate_many(measured, sweep), 5)
+    rows = best_seconds(lambda: [r.layers for r in simulate_many(measured, sweep)], 3)
+    dense_core = best_seconds(lambda: simulate_many(dense, sweep), 5)
+    dataflows = {df: sum(a.dataflow == df for a in sweep) for df in ("os", "ws", "is", "row")}
+    print(
+        f"layer-pass GEMMs: {len(dense.ops)}, accelerator configs: {len(sweep)} "
+        f"(dataflows {dataflows}), zero-skipping on, measured per-lane and per-row counts"
+    )
     print(f"core (columns):          {evaluations / core:12,.0f} layer-pass evaluations/s")
     print(f"with LayerPassResult:    {evaluations / rows:12,.0f} layer-pass evaluations/s")
+    print(f"core, dense workload:    {evaluations / dense_core:12,.0f} layer-pass evaluations/s")
 
     stored = json.dumps(measured_workload(BATCH, 1000, rng).to_dict())
     workload = Workload.from_dict(json.loads(stored))
-    new_accel = configs(1, np.random.default_rng(1))[0]
-    samples = [best_seconds(lambda: simulate(workload, new_accel).totals, 1) for _ in range(50)]
-    reload = best_seconds(
-        lambda: simulate(Workload.from_dict(json.loads(stored)), new_accel).totals, 20
-    )
-    print(
-        f"re-simulate stored 10-layer workload ({len(workload.ops)} GEMMs, sparse counts): "
-        f"median {1e3 * statistics.median(samples):.2f} ms, "
-        f"with JSON load {1e3 * reload:.2f} ms"
-    )
+    for dataflow in ("os", "row"):
+        new_accel = configs(1, np.random.default_rng(1))[0].model_copy(
+            update={"dataflow": dataflow}
+        )
+        samples = [
+            best_seconds(lambda a=new_accel: simulate(workload, a).totals, 1) for _ in range(50)
+        ]
+        reload = best_seconds(
+            lambda a=new_accel: simulate(Workload.from_dict(json.loads(stored)), a).totals, 20
+        )
+        print(
+            f"re-simulate stored 10-layer workload ({len(workload.ops)} GEMMs, sparse counts, "
+            f"{new_accel.rows}x{new_accel.cols} {dataflow}): "
+            f"median {1e3 * statistics.median(samples):.2f} ms, best {1e3 * min(samples):.2f} ms, "
+            f"with JSON load (best) {1e3 * reload:.2f} ms"
+        )
 
     if importlib.util.find_spec("scalesim") is None:
         print("scalesim not installed: no comparison")

@@ -138,6 +138,8 @@ def store_training(db: Session, training_id: int, result: Any) -> bool:
 
 LAYER_DETAILS = (
     "executions",
+    "array_cycles",
+    "exposed_extension_cycles",
     "extension_cycles",
     "sram_reads",
     "sram_writes",

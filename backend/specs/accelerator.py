@@ -1,16 +1,52 @@
-"""What an accelerator is: the systolic array, its memories, its energy table and its extensions.
+"""What an accelerator is: the PE array, its memories, its energy table and its extensions.
 
 This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
 nothing but pydantic. Every field is a design-space dimension a user may sweep.
+
+An accelerator's extensions (`mercury`, `zero_skipping`, `gradient_predictor`) say what hardware
+it offers. The simulator takes a config literally and its result lists the extensions that were
+on; an experiment's run switches on only those its techniques use (`for_techniques`), so a
+baseline runs on the plain array. The presets below offer their extensions the same way.
+
+Presets (PRESETS): edge, tpu-like and eyeriss-like are generic arrays that offer every extension
+(a run switches on those its techniques use). Each paper's accelerator offers only its own.
+The full papers were not available: "paper" marks what their abstracts and summaries state,
+"assumed" a choice made here (a documented default a user may sweep), never tuned to reach a
+paper's number.
+
+sparsetrain-like (SparseTrain, DAC 2020):
+  paper: a 1-D convolution dataflow (rows of inputs against rows of kernels) that skips the zeros
+    of ReLU/pooling outputs in FWD and of the stochastically pruned activation gradients in
+    BWD-DATA and BWD-WEIGHT; sparse data is stored compressed; 14 nm.
+  assumed: the PE mapping of worker.sim.row_dataflow (kernel rows down the PE rows, output rows
+    across the columns, channels folded over time); a 16 x 16 array; 64/64/64 KiB SRAMs; 8 words
+    per cycle of DRAM bandwidth; 500 MHz; the default (45 nm) energy table; pruning arithmetic
+    on one unit per PE column, overlapped with the array.
+mercury-like (MERCURY, HPCA 2023):
+  paper: a systolic-array accelerator with an MCACHE that holds signatures and results; the
+    signature (random projection) is computed with the pattern of a convolution, on the same
+    dataflow.
+  assumed: a 32 x 32 output-stationary array; one MCACHE lookup port per PE row
+    (lookups_per_cycle 0) with a 1-cycle lookup latency; the projection on the array
+    (projection_macs_per_cycle 0), fed by the FWD input stream; 64/64/64 KiB SRAMs; 8 words per
+    cycle; 500 MHz. The MCACHE's entries and ways are the training's (MercuryParams).
+adagp-like (ADA-GP, MICRO 2023):
+  paper: a systolic-array accelerator with a hardware extension that runs the gradient
+    predictors.
+  assumed: a 32 x 32 output-stationary array; a predictor unit of 256 MACs per cycle with its
+    operands in on-chip SRAM; 64/64/64 KiB SRAMs; 8 words per cycle; 500 MHz.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Dataflow = Literal["os", "ws", "is"]
+# os/ws/is: systolic GEMM dataflows (worker.sim.systolic); row: SparseTrain-style 1-D convolution
+# dataflow (worker.sim.row_dataflow).
+Dataflow = Literal["os", "ws", "is", "row"]
+ExtensionOverlap = Literal["overlapped", "serial"]
 
 
 class _Spec(BaseModel):
@@ -33,13 +69,41 @@ class EnergyTable(_Spec):
 
 
 class MercuryHardware(_Spec):
-    """The MCACHE that stores signatures with their computed results."""
+    """The MCACHE that stores signatures with their computed results, and how signatures are made.
+
+    The MCACHE's geometry (entries, ways) decides which vectors hit, and hits change the trained
+    outputs, so it is a training parameter (MercuryParams.cache_entries / cache_ways), not an
+    accelerator field; the accelerator sets how fast lookups go.
+    """
 
     enabled: bool = Field(True, description="whether the accelerator has an MCACHE")
-    mcache_entries: int = Field(1024, ge=1, le=1 << 20, description="MCACHE entries")
-    mcache_ways: int = Field(4, ge=1, le=64, description="MCACHE associativity (1 = direct-mapped)")
-    lookup_latency: int = Field(1, ge=0, le=64, description="cycles per signature lookup")
-    lookups_per_cycle: int = Field(1, ge=1, le=1024, description="lookup ports of the MCACHE")
+    lookup_latency: int = Field(
+        1, ge=0, le=64, description="cycles from a lookup's issue to its hit/miss answer"
+    )
+    lookups_per_cycle: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="MCACHE lookup ports; 0 = one per PE row (each row looks up its next vector)",
+    )
+    projection_macs_per_cycle: int = Field(
+        0,
+        ge=0,
+        le=1 << 20,
+        description="throughput of a signature projection unit beside the array, fed by the FWD "
+        "input stream; 0 = no unit, the projection runs on the array",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_retired_fields(cls, data: object) -> object:
+        """Configs stored before the MCACHE geometry moved to the training still load."""
+        if isinstance(data, dict) and RETIRED_MERCURY_FIELDS & data.keys():
+            data = {k: v for k, v in data.items() if k not in RETIRED_MERCURY_FIELDS}
+        return data
+
+
+RETIRED_MERCURY_FIELDS = frozenset({"mcache_entries", "mcache_ways"})
 
 
 class ZeroSkipping(_Spec):
@@ -63,7 +127,11 @@ class AcceleratorConfig(_Spec):
     )
     rows: int = Field(32, ge=1, le=1024, description="systolic array rows (PEs)")
     cols: int = Field(32, ge=1, le=1024, description="systolic array columns (PEs)")
-    dataflow: Dataflow = Field("os", description="output-, weight- or input-stationary")
+    dataflow: Dataflow = Field(
+        "os",
+        description="output-, weight- or input-stationary systolic GEMM, or 'row': 1-D "
+        "convolutions of input rows with kernel rows (convolutions; other GEMMs run as 'os')",
+    )
     ifmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="input-operand SRAM in KiB")
     filter_sram_kib: int = Field(64, ge=1, le=1 << 20, description="weight-operand SRAM in KiB")
     ofmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="output SRAM in KiB")
@@ -76,6 +144,59 @@ class AcceleratorConfig(_Spec):
     mercury: MercuryHardware = Field(default_factory=MercuryHardware)
     zero_skipping: ZeroSkipping = Field(default_factory=ZeroSkipping)
     gradient_predictor: GradientPredictorUnit = Field(default_factory=GradientPredictorUnit)
+    extension_overlap: ExtensionOverlap = Field(
+        "overlapped",
+        description="'overlapped': MCACHE lookups, column-unit work and a projection unit run "
+        "alongside the array, only what outlasts it is exposed; 'serial': all after the array",
+    )
+
+    @property
+    def extensions_on(self) -> tuple[str, ...]:
+        """The extensions this config has switched on, by field name."""
+        return tuple(name for name in EXTENSIONS if getattr(self, name).enabled)
+
+    def for_techniques(self, techniques: set[str] | frozenset[str]) -> AcceleratorConfig:
+        """This accelerator with only the extensions these techniques use (where it offers them)
+        switched on: the hardware a run of those techniques is simulated on."""
+        update = {
+            extension: getattr(self, extension).model_copy(
+                update={"enabled": getattr(self, extension).enabled and technique in techniques}
+            )
+            for technique, extension in EXTENSION_OF_TECHNIQUE.items()
+        }
+        return self.model_copy(update=update)
+
+
+EXTENSION_OF_TECHNIQUE = {
+    "mercury": "mercury",
+    "sparsetrain": "zero_skipping",
+    "adagp": "gradient_predictor",
+}
+EXTENSIONS = tuple(EXTENSION_OF_TECHNIQUE.values())
+
+
+def techniques_of(label: str) -> frozenset[str]:
+    """{'mercury', 'sparsetrain'} from a workload's technique label 'mercury+sparsetrain'."""
+    return frozenset(name for name in label.split("+") if name and name != "baseline")
+
+
+def _paper_accelerator(**fields: Any) -> AcceleratorConfig:
+    """A paper's accelerator: the assumed array and memories below, and no extension but the
+    ones `fields` switch on."""
+    base: dict[str, Any] = {
+        "rows": 32,
+        "cols": 32,
+        "dataflow": "os",
+        "ifmap_sram_kib": 64,
+        "filter_sram_kib": 64,
+        "ofmap_sram_kib": 64,
+        "dram_bandwidth": 8.0,
+        "clock_mhz": 500.0,
+        "mercury": MercuryHardware(enabled=False),
+        "zero_skipping": ZeroSkipping(enabled=False),
+        "gradient_predictor": GradientPredictorUnit(enabled=False),
+    }
+    return AcceleratorConfig(**(base | fields))
 
 
 PRESETS: dict[str, AcceleratorConfig] = {
@@ -111,5 +232,22 @@ PRESETS: dict[str, AcceleratorConfig] = {
         ofmap_sram_kib=108,
         dram_bandwidth=4.0,
         clock_mhz=200.0,
+    ),
+    "sparsetrain-like": _paper_accelerator(
+        name="sparsetrain-like",
+        rows=16,
+        cols=16,
+        dataflow="row",
+        zero_skipping=ZeroSkipping(enabled=True),
+    ),
+    "mercury-like": _paper_accelerator(
+        name="mercury-like",
+        mercury=MercuryHardware(
+            enabled=True, lookups_per_cycle=0, lookup_latency=1, projection_macs_per_cycle=0
+        ),
+    ),
+    "adagp-like": _paper_accelerator(
+        name="adagp-like",
+        gradient_predictor=GradientPredictorUnit(enabled=True, macs_per_cycle=256),
     ),
 }

@@ -138,7 +138,13 @@ def test_ada_gp_skipped_executions_count_as_skipped_macs() -> None:
 
 
 def test_overhead_gemms_and_extra_ops_add_cost_not_algorithmic_work() -> None:
-    accel = AcceleratorConfig(rows=16, cols=16)
+    """Serial extension model: lookups and column-unit work all follow the array's work."""
+    accel = AcceleratorConfig(
+        rows=16,
+        cols=16,
+        mercury=MercuryHardware(lookups_per_cycle=2, lookup_latency=3),
+        extension_overlap="serial",
+    )
     compute = _op(128, 64, 32, extra_ops={"mcache_lookups": 128.0, "compares": 64.0})
     signature = GemmOp(
         layer="l", pass_=TrainingPass.FWD, m=128, k=64, n=16, executions=1, role="overhead"

@@ -75,6 +75,15 @@ def test_workload_measures_real_sparsity(digits_baseline) -> None:
     assert conv2.a_row_nnz is not None and conv2.a_row_nnz.shape == (conv2.m,)
     assert conv2.a_row_nnz.max() <= conv2.k
     assert conv2.b_col_nnz is not None and conv2.b_col_nnz.shape == (conv2.n,)
+    # the 1-D dataflow's work per row: x rows (n, c, h) and W rows (k, c, r) of the conv
+    g = conv2.conv
+    assert g is not None and conv2.a_line_macs is not None and conv2.b_line_macs is not None
+    assert conv2.a_line_macs.shape[0] % (g.in_channels * g.height) == 0
+    assert conv2.a_line_macs.max() <= g.kernel_w * g.out_w
+    assert conv2.b_line_macs.shape == (g.out_channels * g.in_channels * g.kernel_h,)
+    grads = [op for op in workload.ops if op.layer == "conv2" and op.pass_ != TrainingPass.FWD]
+    assert all(op.a_line_macs is not None for op in grads)
+    assert fwd["fc2"].a_line_macs is None
     assert all(op.executions == workload.iterations for op in workload.ops)
     epoch = digits_baseline.epochs[-1]
     assert epoch.hit_rate is None and epoch.gp_fraction is None

@@ -203,3 +203,5 @@ def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
     signature = ops[("conv1.signature", TrainingPass.FWD, "overhead")]
     assert (signature.m, signature.k) == (fwd.m, fwd.k)
     assert signature.n in (8, 12, 16)
+    # the projection reads conv1's FWD input stream: on the array or a projection unit
+    assert signature.runs_on == "projection" and signature.fused_with == "conv1"

@@ -17,7 +17,7 @@ def layer_table(result: SimulationResult) -> Table:
     table.add_column("role")
     for header in ("MACs alg.", "MACs actual", "MACs skipped", "MACs overhead"):
         table.add_column(header, justify="right")
-    for header in ("compute cyc", "stall cyc", "util %", "energy µJ"):
+    for header in ("array cyc", "ext. cyc", "stall cyc", "util %", "energy µJ"):
         table.add_column(header, justify="right")
     for row in result.layers:
         table.add_row(
@@ -28,7 +28,8 @@ def layer_table(result: SimulationResult) -> Table:
             _count(row.macs_actual),
             _count(row.macs_skipped),
             _count(row.macs_overhead),
-            _count(row.compute_cycles),
+            _count(row.array_cycles),
+            _count(row.exposed_extension_cycles),
             _count(row.stall_cycles),
             f"{100 * row.utilization:.1f}",
             f"{row.energy_pj / 1e6:.3g}",
@@ -38,7 +39,8 @@ def layer_table(result: SimulationResult) -> Table:
     table.add_row(
         "total", "", "",
         _count(t.macs_algorithmic), _count(t.macs_actual), _count(t.macs_skipped),
-        _count(t.macs_overhead), _count(t.compute_cycles), _count(t.stall_cycles),
+        _count(t.macs_overhead), _count(t.array_cycles), _count(t.exposed_extension_cycles),
+        _count(t.stall_cycles),
         f"{100 * t.utilization:.1f}", f"{t.energy_pj / 1e6:.3g}",
         style="bold",
     )  # fmt: skip
@@ -50,8 +52,14 @@ def _caption(result: SimulationResult) -> str:
     return (
         f"{result.iterations} iterations: {t.seconds:.4g} s, {t.energy_pj / 1e12:.4g} J, "
         f"DRAM {t.dram_bytes / 2**20:.4g} MiB, mapping efficiency "
-        f"{100 * t.mapping_efficiency:.1f}%"
+        f"{100 * t.mapping_efficiency:.1f}%; {extensions_line(result)}; "
+        "cycles = array + exposed extension (ext.) + stall"
     )
+
+
+def extensions_line(result: SimulationResult) -> str:
+    names = ", ".join(result.extensions) if result.extensions else "none"
+    return f"extensions on: {names}"
 
 
 def _count(value: float) -> str:

@@ -17,12 +17,15 @@ import numpy as np
 OPERANDS = ("ifmap", "filter", "ofmap")
 ENERGY_LEVELS = ("mac", "register", "sram", "dram")
 
-# MAC counts and cycles: per GEMM, and summed into the totals.
+# MAC counts and cycles: per GEMM, and summed into the totals. Cycles add up per row:
+# total = array + exposed extension + stall; compute = array + exposed extension.
 MAC_AND_CYCLE_COLUMNS = (
     "macs_algorithmic",
     "macs_actual",
     "macs_skipped",
     "macs_overhead",
+    "array_cycles",
+    "exposed_extension_cycles",
     "compute_cycles",
     "extension_cycles",
     "stall_cycles",
@@ -38,7 +41,6 @@ SUMMED_COLUMNS = (
     "dram_bytes",
     *(f"energy_{lv}_pj" for lv in ENERGY_LEVELS),
     *(f"energy_{o}_pj" for o in OPERANDS),
-    "array_cycles",
     "array_macs",
     "mapped_pe_cycles",
 )
@@ -50,10 +52,12 @@ class Figures:
     macs_actual: float
     macs_skipped: float
     macs_overhead: float
-    compute_cycles: float  # array cycles plus extension (MCACHE, ALU, predictor) cycles
-    extension_cycles: float
-    stall_cycles: float
-    total_cycles: float
+    array_cycles: float  # the PE array busy with this GEMM (0 on the predictor/projection unit)
+    exposed_extension_cycles: float  # extension cycles the array's time does not hide
+    compute_cycles: float  # array_cycles + exposed_extension_cycles: everything but stalls
+    extension_cycles: float  # extension units' busy cycles, hidden or not (the serial cost)
+    stall_cycles: float  # waiting for DRAM
+    total_cycles: float  # array_cycles + exposed_extension_cycles + stall_cycles
     utilization: float  # MACs done on the array / (PEs x total cycles)
     mapping_efficiency: float  # SCALE-Sim's mean fraction of PEs holding work per fold
     sram_reads: float
@@ -93,6 +97,7 @@ class SimulationResult:
     pes: int
     labels: list[tuple[str, str, str, int]]  # (layer, pass, role, executions) per GEMM
     columns: dict[str, np.ndarray] = field(repr=False)
+    extensions: tuple[str, ...] = ()  # the accelerator's extensions that were switched on
 
     @cached_property
     def layers(self) -> list[LayerPassResult]:
@@ -127,6 +132,7 @@ class SimulationResult:
             "model": self.model,
             "technique": self.technique,
             "iterations": self.iterations,
+            "extensions": list(self.extensions),
             "layers": [asdict(row) for row in self.layers],
             "totals": asdict(self.totals),
         }

@@ -1,40 +1,63 @@
 """Simulate a training workload on accelerators: GEMMs in, cycles, traffic and energy out.
 
 Every figure is computed as a (configs x GEMMs) numpy array, so a sweep over accelerator configs
-costs a few array operations; only GEMMs whose zero-skipping needs per-tile non-zero counts take a
-Python step each (see worker.sim.zero_skipping).
+costs a few array operations; only GEMMs whose zero-skipping needs per-lane non-zero counts take a
+Python step each per array shape (see worker.sim.zero_skipping and worker.sim.row_dataflow).
 
 Per execution of one GEMM (all `groups` run back to back):
 - MERCURY (needs an MCACHE): reused rows shrink m to ceil(m * (1 - reused_row_fraction)); folded
   reduction shrinks k to ceil(k * folded_k_fraction). The reduced GEMM runs on the array.
-- Array cycles are SCALE-Sim's (worker.sim.systolic) for the reduced GEMM, with the streamed steps
-  replaced by zero-skipping's when the accelerator skips zeros and an operand is sparse.
-- Overhead GEMMs (e.g. MERCURY's signature projection) are costed like any GEMM on the array,
-  with their own dataflow mapping, traffic and energy, but count as overhead MACs; predictor GEMMs
-  run on the predictor unit when there is one (worker.sim.extensions).
-- Compute cycles add the extension cycles (MCACHE lookups, column-ALU extra ops, predictor unit;
-  worker.sim.extensions); stall cycles come from the DRAM traffic (worker.sim.memory).
+- Array cycles are SCALE-Sim's (worker.sim.systolic) for the reduced GEMM on the os/ws/is
+  dataflows, with the streamed steps replaced by zero-skipping's when the accelerator skips zeros
+  and an operand is sparse; on the 1-D "row" dataflow a convolution's cycles come from
+  worker.sim.row_dataflow (other GEMMs fall back to os there).
+- Overhead GEMMs run on the array with their own mapping, traffic and energy, but count as
+  overhead MACs; predictor GEMMs run on the predictor unit and MERCURY's signature projection on
+  the projection unit when the accelerator has them. The projection reads the FWD input stream,
+  so its A operand costs no DRAM reads (worker.sim.extensions).
+- Extension cycles (MCACHE lookups, column-unit work, predictor and projection units) are partly
+  hidden behind the array's time (`extension_overlap`, worker.sim.extensions); stall cycles come
+  from the DRAM traffic (worker.sim.memory).
+- Cycle columns per layer-pass, over the whole training, add up exactly:
+      total_cycles = array_cycles + exposed_extension_cycles + stall_cycles
+  with compute_cycles = array_cycles + exposed_extension_cycles (everything but stalls) and
+  extension_cycles = the extension units' busy cycles whether hidden or not (the serial cost).
 - MACs: algorithmic = dense m*k*n*groups over every iteration of the training for compute GEMMs
   (so ADA-GP's skipped executions are skipped MACs); actual = the MACs done; skipped =
   algorithmic - actual; overhead = the MACs of overhead GEMMs. Extra ops are not MACs.
 - SRAM: the array's requests (SCALE-Sim's counts) plus the DRAM fills and drains of each operand.
 - Energy (worker.sim.energy) = counts x the accelerator's energy table.
+
+The accelerator is taken as given; each result lists the extensions that were on
+(`SimulationResult.extensions`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from backend.specs.accelerator import AcceleratorConfig
+from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig
 from worker.sim.energy import EnergyColumns, energy_columns
-from worker.sim.extensions import alu_cycles, count_extra_ops, mcache_cycles
+from worker.sim.extensions import (
+    UnitCycles,
+    column_unit_cycles,
+    count_extra_ops,
+    mcache_lookup_cycles,
+)
 from worker.sim.memory import dram_traffic, stall_cycles
 from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
-from worker.sim.systolic import DATAFLOW_CODES, dense_compute, map_gemm
+from worker.sim.row_dataflow import (
+    RowMapping,
+    SparseRows,
+    dense_row_cycles,
+    map_rows,
+    task_space,
+)
+from worker.sim.systolic import DATAFLOW_CODES, OS, ROW, ArrayMapping, dense_compute, map_gemm
 from worker.sim.workload import GemmOp, Workload
-from worker.sim.zero_skipping import SparseStream, sparse_stream
+from worker.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
 
 
 @dataclass(frozen=True)
@@ -49,6 +72,10 @@ class _Ops:
     baseline_executions: np.ndarray  # executions of the dense baseline (0 for overhead GEMMs)
     is_compute: np.ndarray
     on_predictor: np.ndarray
+    on_projection: np.ndarray
+    feeder: np.ndarray  # index of the compute GEMM streaming A into this one, else -1
+    is_conv: np.ndarray
+    row_space: tuple[np.ndarray, ...]  # row dataflow: lanes, kernel rows, columns, steps, products
     reused: np.ndarray
     folded: np.ndarray
     density_a: np.ndarray
@@ -73,6 +100,12 @@ def _op_arrays(workload: Workload) -> _Ops:
         baseline_executions=np.where(is_compute, np.maximum(executions, workload.iterations), 0.0),
         is_compute=is_compute,
         on_predictor=col([op.runs_on == "predictor" for op in ops], bool),
+        on_projection=col([op.runs_on == "projection" for op in ops], bool),
+        feeder=col(_feeders(ops), np.int64),
+        is_conv=col([op.conv is not None for op in ops], bool),
+        row_space=tuple(
+            col(values, np.int64) for values in zip(*map(_row_space, ops), strict=True)
+        ),
         reused=col([op.reused_row_fraction for op in ops]),
         folded=col([op.folded_k_fraction for op in ops]),
         density_a=col([op.density_a for op in ops]),
@@ -87,7 +120,26 @@ def _is_sparse(op: GemmOp) -> bool:
         or op.density_b < 1.0
         or op.a_row_nnz is not None
         or op.b_col_nnz is not None
+        or op.a_line_macs is not None
+        or op.b_line_macs is not None
     )
+
+
+def _row_space(op: GemmOp) -> tuple[int, ...]:
+    if op.conv is None:
+        return (0, 0, 0, 0, 0)
+    space = task_space(op)
+    return (space.lanes, space.kernel_rows, space.columns, space.steps, space.products)
+
+
+def _feeders(ops: list[GemmOp]) -> list[int]:
+    """For each GEMM fused into another's input stream, the index of that compute GEMM."""
+    index = {
+        (op.layer, op.pass_): i for i, op in enumerate(ops) if op.role == "compute"
+    }  # fmt: skip
+    return [
+        index.get((op.fused_with, op.pass_), -1) if op.fused_with is not None else -1 for op in ops
+    ]
 
 
 def _config_column(accels: list[AcceleratorConfig], attr: str) -> np.ndarray:
@@ -118,55 +170,72 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
     has_mcache = cfg["mercury.enabled"].astype(bool)
     skips_zeros = cfg["zero_skipping.enabled"].astype(bool)
     has_predictor = cfg["gradient_predictor.enabled"].astype(bool)
+    projection_rate = cfg["mercury.projection_macs_per_cycle"]
+    has_projector = has_mcache & (projection_rate > 0)
+    overlapped = np.asarray([a.extension_overlap == "overlapped" for a in accels]).reshape(-1, 1)
 
     m = np.where(has_mcache, np.ceil(ops.m * (1.0 - ops.reused) - 1e-9), ops.m).astype(np.int64)
     k = np.where(has_mcache, np.ceil(ops.k * ops.folded - 1e-9), ops.k).astype(np.int64)
     n = np.broadcast_to(ops.n, m.shape)
     runs = (m > 0) & (k > 0) & (n > 0)
     on_predictor = ops.on_predictor & has_predictor
-    on_array = runs & ~on_predictor
+    on_projector = ops.on_projection & has_projector
+    on_unit = on_predictor | on_projector
+    on_array = runs & ~on_unit
+    # The row dataflow runs convolutions as 1-D rows; everything else maps as output stationary.
+    by_rows = (df == ROW) & ops.is_conv
+    gemm_df = np.where(df == ROW, OS, df)
 
-    mapping = map_gemm(m, k, n, rows, cols, df)
-    dense = dense_compute(m, k, n, rows, cols, df)
-    array_cycles = np.where(on_array, dense.cycles, 0).astype(np.float64)
+    mapping = map_gemm(m, k, n, rows, cols, gemm_df)
+    dense = dense_compute(m, k, n, rows, cols, gemm_df)
+    lanes, kernel_rows, columns, steps, products = ops.row_space
+    row_map = map_rows(lanes, kernel_rows, columns, rows, cols)
+    kept = np.divide(m * k, ops.m * ops.k, out=np.ones(m.shape), where=ops.m * ops.k > 0)
+    cycles = np.where(by_rows, dense_row_cycles(steps, products, row_map, kept), dense.cycles)
+    array_cycles = np.where(on_array, cycles, 0).astype(np.float64)
+    efficiency = np.where(by_rows, row_map.mapping_efficiency, dense.mapping_efficiency)
     mac_fraction = np.ones(m.shape)
-    sparse_pairs = np.argwhere(on_array & ops.sparse & skips_zeros)
-    streams: dict[tuple[int, ...], SparseStream] = {}  # configs often share an array shape
-    for p, i in sparse_pairs:
-        key = (i, m[p, i], k[p, i], n[p, i], rows[p, 0], cols[p, 0], df[p, 0])
-        if key not in streams:
-            streams[key] = sparse_stream(workload.ops[i], *(int(v) for v in key[1:]))
-        stream = streams[key]
-        array_cycles[p, i] = (
-            stream.temporal_cycles + mapping.folds[p, i] * mapping.fill_drain[p, i] - 1
-        )
-        mac_fraction[p, i] = stream.mac_fraction
+    sparse = on_array & ops.sparse & skips_zeros
+    if sparse.any():
+        mac_fraction = np.where(sparse, gated_mac_fraction(ops.density_a, ops.density_b), 1.0)
+        _sparse_rows(workload, sparse & by_rows, array_cycles, rows, cols, row_map, kept)
+        _sparse_gemms(workload, ops, sparse & ~by_rows, array_cycles, m, k, n, rows, cols,
+                      gemm_df, mapping)  # fmt: skip
 
-    effective_macs = np.where(runs, m * k * n, 0) * ops.groups
+    g = ops.groups
+    effective_macs = np.where(runs, m * k * n, 0) * g
     macs_done = effective_macs * mac_fraction
-    predictor_cycles = np.where(
-        on_predictor & runs, np.ceil(effective_macs / cfg["gradient_predictor.macs_per_cycle"]), 0
-    )
+    array_time = array_cycles * g  # per execution, all groups
     extra = count_extra_ops([op.extra_ops for op in workload.ops])
-    extension_cycles = (
-        mcache_cycles(
-            extra.mcache_lookups.reshape(1, -1),
-            has_mcache,
-            cfg["mercury.lookups_per_cycle"],
-            cfg["mercury.lookup_latency"],
-        )
-        + alu_cycles(extra.alu_ops.reshape(1, -1), cols)
-        + predictor_cycles
+    lookups = extra.mcache_lookups.reshape(1, -1)
+    updates = extra.weight_updates.reshape(1, -1)
+    own_unit = np.where(
+        on_predictor & runs,
+        np.ceil(effective_macs / cfg["gradient_predictor.macs_per_cycle"]),
+        np.where(on_projector & runs, np.ceil(effective_macs / np.maximum(projection_rate, 1)), 0),
     )
+    units = UnitCycles(
+        lookups=mcache_lookup_cycles(lookups, has_mcache, cfg["mercury.lookups_per_cycle"], rows),
+        lookup_latency=np.where(has_mcache & (lookups > 0), cfg["mercury.lookup_latency"], 0.0),
+        column_units=column_unit_cycles(extra.alu_ops.reshape(1, -1) - updates, cols),
+        weight_updates=column_unit_cycles(updates, cols),
+        own_unit=own_unit,
+        own_unit_overlaps=on_projector,
+    )
+    feeder_time = np.where(ops.feeder >= 0, array_time[:, np.maximum(ops.feeder[0], 0)], 0.0)
+    extension_cycles = np.broadcast_to(units.busy, m.shape)
+    exposed_extension = units.exposed(array_time, feeder_time, overlapped)
 
     word_capacity = {name: cfg[f"{name}_sram_kib"] * 1024 // cfg["word_bytes"] for name in OPERANDS}
     traffic = dram_traffic(
-        m, k, n, mapping, rows, cols, df,
+        m, k, n, mapping, rows, cols, gemm_df,
         word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
     )  # fmt: skip
+    # A GEMM fed by another's input stream (MERCURY's projection) reads no A from DRAM.
+    fused = ops.feeder >= 0
+    traffic = replace(traffic, ifmap_reads=np.where(fused, 0.0, traffic.ifmap_reads))
     stalls = np.where(on_array, stall_cycles(traffic, array_cycles, cfg["dram_bandwidth"]), 0)
 
-    g = ops.groups
     dram_reads = {
         "ifmap": np.where(on_array, traffic.ifmap_reads, 0) * g,
         "filter": np.where(on_array, traffic.filter_reads, 0) * g,
@@ -178,15 +247,16 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         "ofmap": np.where(on_array, traffic.ofmap_writes, 0) * g,
     }
     a_words, b_words, c_words = m * k * g, k * n * g, m * n * g
+    unit_a_words = np.where(on_projector, 0, a_words)  # the projection shares the FWD stream
     sram_reads = {
-        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_predictor, a_words, 0)),
-        "filter": np.where(on_array, dense.filter_reads * g, np.where(on_predictor, b_words, 0)),
+        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_unit, unit_a_words, 0)),
+        "filter": np.where(on_array, dense.filter_reads * g, np.where(on_unit, b_words, 0)),
         "ofmap": dram_writes["ofmap"],
     }
     sram_writes = {
         "ifmap": dram_reads["ifmap"],
         "filter": dram_reads["filter"],
-        "ofmap": np.where(on_array, dense.ofmap_writes * g, np.where(on_predictor, c_words, 0))
+        "ofmap": np.where(on_array, dense.ofmap_writes * g, np.where(on_unit, c_words, 0))
         + dram_reads["ofmap"],
     }
     for name in OPERANDS:
@@ -196,7 +266,7 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
     energy = energy_columns(
         accels, macs_done, sram_reads, sram_writes, dram_reads, dram_writes, extra, has_mcache
     )
-    compute_cycles = array_cycles * g + extension_cycles
+    compute_cycles = array_time + exposed_extension
     total_cycles = compute_cycles + stalls * g
     array_macs = np.where(on_array, macs_done, 0)
     per_execution = {
@@ -204,11 +274,12 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         "macs_overhead": np.where(ops.is_compute, 0, macs_done),
         "compute_cycles": compute_cycles,
         "extension_cycles": extension_cycles,
+        "exposed_extension_cycles": exposed_extension,
         "stall_cycles": stalls * g,
         "total_cycles": total_cycles,
-        "array_cycles": array_cycles * g,
+        "array_cycles": array_time,
         "array_macs": array_macs,
-        "mapped_pe_cycles": np.where(on_array, dense.mapping_efficiency, 0) * array_cycles * g,
+        "mapped_pe_cycles": np.where(on_array, efficiency, 0) * array_time,
         "dram_bytes": sum(dram_reads.values()) + sum(dram_writes.values()),
         **{f"sram_reads_{o}": sram_reads[o] for o in OPERANDS},
         **{f"sram_writes_{o}": sram_writes[o] for o in OPERANDS},
@@ -227,14 +298,91 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
     training["utilization"] = np.divide(
         training["array_macs"], pes * cycles, out=np.zeros(m.shape), where=cycles > 0
     )
-    array_time = training["array_cycles"]
+    array_total = training["array_cycles"]
     training["mapping_efficiency"] = np.divide(
-        training["mapped_pe_cycles"], array_time, out=np.zeros(m.shape), where=array_time > 0
+        training["mapped_pe_cycles"], array_total, out=np.zeros(m.shape), where=array_total > 0
     )
+    labels = _labels(workload)
+    switched_on = np.concatenate([has_mcache, skips_zeros, has_predictor], axis=1).tolist()
     return [
-        _result(workload, accel, {name: values[p] for name, values in training.items()})
+        _result(
+            workload,
+            accel,
+            {name: values[p] for name, values in training.items()},
+            labels,
+            tuple(name for name, on in zip(EXTENSIONS, switched_on[p], strict=True) if on),
+        )
         for p, accel in enumerate(accels)
     ]
+
+
+def _group(columns: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
+    """The distinct rows of these equally long integer columns, and each row's group."""
+    codes, sizes, firsts = [], [], []
+    for column in columns:
+        values, code = np.unique(column, return_inverse=True)
+        codes.append(code.reshape(-1))
+        sizes.append(len(values))
+    flat = np.ravel_multi_index(codes, sizes) if len(codes) > 1 else codes[0]
+    _, firsts, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    keys = np.stack([column[firsts] for column in columns], axis=1).tolist()
+    return keys, inverse.reshape(-1)
+
+
+def _sparse_rows(
+    workload: Workload,
+    pairs: np.ndarray,
+    array_cycles: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    row_map: RowMapping,
+    kept: np.ndarray,
+) -> None:
+    """Array cycles of sparse convolutions on the row dataflow, one closed form per (GEMM,
+    array shape)."""
+    p, i = np.nonzero(pairs)
+    if not len(p):
+        return
+    keys, inverse = _group([i, rows[p, 0], cols[p, 0]])
+    work: dict[int, SparseRows] = {}
+    steps = np.empty(len(keys))
+    for index, (op_index, r, c) in enumerate(keys):
+        if op_index not in work:
+            work[op_index] = SparseRows(workload.ops[op_index])
+        steps[index] = work[op_index].step_cycles(r, c)
+    fill = row_map.row_folds * row_map.col_folds * row_map.fill_drain
+    array_cycles[p, i] = steps[inverse] * kept[p, i] + fill[p, i] - 1
+
+
+def _sparse_gemms(
+    workload: Workload,
+    ops: _Ops,
+    pairs: np.ndarray,
+    array_cycles: np.ndarray,
+    m: np.ndarray,
+    k: np.ndarray,
+    n: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    df: np.ndarray,
+    mapping: ArrayMapping,
+) -> None:
+    """Array cycles of sparse GEMMs on the systolic dataflows: the lane steps once per (GEMM,
+    effective shape, lane tile, dataflow), times the folds of the other dimension."""
+    p, i = np.nonzero(pairs)
+    if not len(p):
+        return
+    skip_a = (ops.density_a <= ops.density_b)[0, i]
+    flow = df[p, 0]
+    tile = np.where(lane_tile_is_rows(flow, skip_a), rows[p, 0], cols[p, 0])
+    keys, inverse = _group([i, m[p, i], k[p, i], n[p, i], tile, flow])
+    memo: dict = {}
+    steps = np.array(
+        [lane_steps(workload.ops[o], mm, kk, nn, t, f, memo) for o, mm, kk, nn, t, f in keys]
+    )
+    repeats = other_folds(m[p, i], n[p, i], rows[p, 0], cols[p, 0], flow, skip_a)
+    fill = mapping.row_folds * mapping.col_folds * mapping.fill_drain
+    array_cycles[p, i] = steps[inverse] * repeats + fill[p, i] - 1
 
 
 _CONFIG_FIELDS = (
@@ -248,14 +396,23 @@ _CONFIG_FIELDS = (
     "mercury.enabled",
     "mercury.lookups_per_cycle",
     "mercury.lookup_latency",
+    "mercury.projection_macs_per_cycle",
     "zero_skipping.enabled",
     "gradient_predictor.enabled",
     "gradient_predictor.macs_per_cycle",
 )
 
 
+def _labels(workload: Workload) -> list[tuple[str, str, str, int]]:
+    return [(op.layer, str(op.pass_.value), op.role, op.executions) for op in workload.ops]
+
+
 def _result(
-    workload: Workload, accel: AcceleratorConfig, columns: dict[str, np.ndarray]
+    workload: Workload,
+    accel: AcceleratorConfig,
+    columns: dict[str, np.ndarray],
+    labels: list[tuple[str, str, str, int]] | None = None,
+    extensions: tuple[str, ...] | None = None,
 ) -> SimulationResult:
     if not columns:
         columns = {name: np.zeros(0) for name in EnergyColumns.names() + _EMPTY_COLUMNS}
@@ -266,14 +423,14 @@ def _result(
         iterations=workload.iterations,
         clock_mhz=accel.clock_mhz,
         pes=accel.rows * accel.cols,
-        labels=[(op.layer, str(op.pass_.value), op.role, op.executions) for op in workload.ops],
+        extensions=accel.extensions_on if extensions is None else extensions,
+        labels=_labels(workload) if labels is None else labels,
         columns=columns,
     )
 
 
 _EMPTY_COLUMNS = (
     *MAC_AND_CYCLE_COLUMNS,
-    "array_cycles",
     "array_macs",
     "mapped_pe_cycles",
     "dram_bytes",

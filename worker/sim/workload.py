@@ -64,9 +64,10 @@ class ConvGeometry:
         ) + 1
 
 
-# Where an overhead GEMM runs: the systolic array, or ADA-GP's gradient predictor unit (when the
-# accelerator has one; otherwise the simulator runs it on the array).
-GemmUnit = Literal["array", "predictor"]
+# Where an overhead GEMM runs: the systolic array; ADA-GP's gradient predictor unit; or MERCURY's
+# signature projection unit, fed by the FWD input stream of the layer named in `fused_with`. On
+# an accelerator without the unit the GEMM runs on the array.
+GemmUnit = Literal["array", "predictor", "projection"]
 
 
 @dataclass
@@ -92,6 +93,11 @@ class GemmOp:
     # mini-batch, so zero-skipping cycles see the real load imbalance between PE rows/columns.
     a_row_nnz: np.ndarray | None = None
     b_col_nnz: np.ndarray | None = None
+    # For the 1-D convolution dataflow (worker.sim.row_dataflow), per 1-D row of the tensor behind
+    # A and B (x and dY rows in (n, channel, row) order, W rows in (k, c, r) order): the products
+    # a PE issues convolving that row when it skips the row's zeros. Same mini-batch as above.
+    a_line_macs: np.ndarray | None = None
+    b_line_macs: np.ndarray | None = None
     # MERCURY: fraction of A's rows whose output is copied from the MCACHE instead of computed.
     reused_row_fraction: float = 0.0
     # MERCURY BWD-WEIGHT: fraction of the k (reduction) dimension left after summing the rows
@@ -107,6 +113,9 @@ class GemmOp:
     # The convolution behind this GEMM; None for linear layers, attention and workloads stored
     # before geometry was recorded (those are simulated with the im2col convention).
     conv: ConvGeometry | None = None
+    # The layer whose same-pass compute GEMM streams this GEMM's A operand (MERCURY's signature
+    # projection reads the FWD input as it enters the array): A costs no DRAM reads of its own.
+    fused_with: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -127,7 +136,7 @@ class GemmOp:
     def from_dict(cls, data: dict[str, Any]) -> GemmOp:
         values = dict(data)
         values["pass_"] = TrainingPass(values["pass_"])
-        for name in ("a_row_nnz", "b_col_nnz"):
+        for name in COUNT_FIELDS:
             if values.get(name) is not None:
                 values[name] = decode_counts(values[name])
         if values.get("conv") is not None:
@@ -166,6 +175,9 @@ class Workload:
             technique=data.get("technique", "baseline"),
             ops=[GemmOp.from_dict(op) for op in data["ops"]],
         )
+
+
+COUNT_FIELDS = ("a_row_nnz", "b_col_nnz", "a_line_macs", "b_line_macs")
 
 
 def encode_counts(counts: np.ndarray) -> dict[str, Any]:

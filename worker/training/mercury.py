@@ -138,7 +138,8 @@ class Mercury(Technique):
 
     @staticmethod
     def _signature_op(fwd: GemmOp, bits: int, batches: int) -> GemmOp:
-        """R x for every row: an m x d x bits GEMM, then one sign compare per bit."""
+        """R x for every row: an m x d x bits GEMM fed by the FWD input stream (the input is read
+        once, for both), then one sign compare per bit."""
         return GemmOp(
             layer=f"{fwd.layer}.signature",
             pass_=TrainingPass.FWD,
@@ -147,6 +148,8 @@ class Mercury(Technique):
             n=bits,
             executions=batches,
             role="overhead",
+            runs_on="projection",
+            fused_with=fwd.layer,
             density_a=fwd.density_a,
             a_row_nnz=fwd.a_row_nnz,
             extra_ops={"compares": float(fwd.m * bits)},

@@ -2,8 +2,9 @@
 
 The recorder counts how often each pass ran and, on sampled mini-batches (every
 `measure_every`-th, always on a batch that runs backward), measures densities and per-row /
-per-column non-zero counts of each pass's operands on the real tensors. Densities are means over
-the measured batches; the non-zero count vectors come from the latest measured batch.
+per-column non-zero counts of each pass's operands on the real tensors, and for convolutions the
+1-D dataflow's work per tensor row (worker.sim.row_dataflow). Densities are means over the
+measured batches; the count vectors come from the latest measured batch.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from worker.sim import row_dataflow
 from worker.sim.workload import GemmOp, TrainingPass
 from worker.training import sparsity
 from worker.training.gemm_shapes import attention_gemms, conv_gemms, linear_gemms
@@ -31,6 +33,7 @@ class OperandStats:
     density_sum: float = 0.0
     measured: int = 0
     counts: np.ndarray | None = None
+    line_macs: np.ndarray | None = None  # 1-D dataflow work per row of the operand's tensor
 
     def add(self, observed: OperandCounts) -> None:
         self.density_sum += observed.density
@@ -122,6 +125,13 @@ class WorkloadRecorder:
             if isinstance(inner, nn.Conv2d):
                 passes[FWD].a.add(sparsity.conv_input_windows(mask, inner))
                 passes[BWD_WEIGHT].b.add(sparsity.conv_input_columns(mask, inner, y.shape))
+                geometry = record.gemms[FWD].conv
+                assert geometry is not None
+                x_lines = sparsity.line_macs(mask, row_dataflow.input_taps(geometry))
+                passes[FWD].a.line_macs = passes[BWD_WEIGHT].b.line_macs = x_lines
+                w_mask = sparsity.nonzero_mask(layer.weight.detach())
+                w_lines = sparsity.line_macs(w_mask, row_dataflow.kernel_taps(geometry))
+                passes[FWD].b.line_macs = passes[BWD_DATA].b.line_macs = w_lines
             else:
                 passes[FWD].a.add(sparsity.row_counts(mask))
                 passes[BWD_WEIGHT].b.add(sparsity.column_counts(mask))
@@ -136,6 +146,11 @@ class WorkloadRecorder:
             mask = sparsity.nonzero_mask(grad)
             record.passes[BWD_DATA].a.add(sparsity.grad_rows(mask, layer.is_conv))
             record.passes[BWD_WEIGHT].a.add(sparsity.grad_channels(mask, layer.is_conv))
+            geometry = record.gemms[FWD].conv
+            if geometry is not None:
+                lines = sparsity.line_macs(mask, row_dataflow.gradient_taps(geometry))
+                record.passes[BWD_DATA].a.line_macs = lines
+                record.passes[BWD_WEIGHT].a.line_macs = lines
             record.epoch_nonzero["grad"] += float(sparsity.count(mask))
             record.epoch_elements["grad"] += grad.numel()
         return grad
@@ -184,6 +199,8 @@ class WorkloadRecorder:
                     density_b=stats.b.density,
                     a_row_nnz=stats.a.counts,
                     b_col_nnz=stats.b.counts,
+                    a_line_macs=stats.a.line_macs,
+                    b_line_macs=stats.b.line_macs,
                 )
                 if pass_ == BWD_WEIGHT and record.weight_count:
                     op.extra_ops["weight_updates"] = float(record.weight_count)

@@ -8,8 +8,11 @@ nothing. Every name Alice chose carries MARKER, so a leak shows up in any body.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +26,7 @@ from backend.auth.users import create_user
 from backend.db.models import Run, TeamMembership
 from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.conftest import service_settings
+from tests.conftest import free_port, orrery_env, service_settings, stop_process, wait_for_http
 from tests.pipeline.conftest import TINY_TRAINING
 
 BASE_URL = "https://testserver"  # the session cookie is Secure
@@ -177,3 +180,36 @@ def role_of(settings: Settings, team_id: int, user_id: int) -> str | None:
                 TeamMembership.team_id == team_id, TeamMembership.user_id == user_id
             )
         )
+
+
+UVICORN = [sys.executable, "-m", "uvicorn", "backend.api.app:create_app", "--factory"]
+
+
+@contextmanager
+def uvicorn_server(settings: Settings, **env: str) -> Iterator[str]:
+    """A real API process on these settings' database and broker (for answers that stream,
+    which the test client would only hand over whole); yields its base URL."""
+    port = free_port()
+    server_env = orrery_env(
+        ORRERY_DATA_DIR=str(settings.data_dir),
+        ORRERY_DATABASE_URL=settings.effective_database_url,
+        ORRERY_BROKER_URL=settings.effective_broker_url,
+        ORRERY_RESULT_BACKEND=settings.effective_result_backend,
+        ORRERY_SECRET_KEY=settings.effective_secret_key(),
+        ORRERY_RECONCILE_INTERVAL="0",
+        **env,
+    )
+    server = subprocess.Popen(
+        [*UVICORN, "--host", "127.0.0.1", "--port", str(port)],
+        env=server_env,
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{base}/api/v1/health", process=server)
+        yield base
+    finally:
+        stop_process(server)

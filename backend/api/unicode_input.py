@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from backend.api.limits import replaying
 
 # Only an escape can put a surrogate into parsed JSON (UTF-8 cannot encode one).
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -72,16 +74,7 @@ class RefuseLoneSurrogates:
             ]
             await JSONResponse({"detail": errors}, status_code=422)(scope, receive, send)
             return
-        pending: Message | None = {"type": "http.request", "body": body, "more_body": False}
-
-        async def replay() -> Message:
-            nonlocal pending
-            if pending is not None:
-                message, pending = pending, None
-                return message
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)
 
     @staticmethod
     def _places(body: bytes) -> list[tuple[str | int, ...]]:

@@ -3,8 +3,8 @@
 The old per-key login failure log is dropped: the limit now keeps one row per (account,
 client address) pair, updated under a row lock.
 
-Revision ID: 0003_security
-Revises: 0002
+Revision ID: 0006_security
+Revises: 0005
 Create Date: 2026-12-03
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_security"
-down_revision: str | None = "0002"
+revision: str = "0006_security"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -171,8 +171,9 @@ def _export_runs(database_url: str, query: Select[tuple[Run]]) -> Iterator[Run]:
 
     def all_runs() -> Iterator[Run]:
         try:
-            if first is not None:
-                yield first
+            if first is None:
+                return  # an exhausted result is not asked again
+            yield first
             yield from runs
         finally:
             session.close()

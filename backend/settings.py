@@ -27,6 +27,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ORRERY_", env_file=".env", extra="ignore")
 
     data_dir: Path = Field(Path(".orrery"), description="where embedded files live")
+    data_root: Path | None = Field(
+        None,
+        description="the only folder a training's dataset_path may point into (default: data_dir)",
+    )
     database_url: str | None = Field(None, description="SQLAlchemy URL of the main database")
     broker_url: str | None = Field(None, description="Celery broker URL")
     result_backend: str | None = Field(None, description="Celery result store URL")
@@ -47,9 +51,14 @@ class Settings(BaseSettings):
         True, description="session cookie over HTTPS only (browsers count localhost as HTTPS)"
     )
     login_max_failures: int = Field(
-        5, ge=1, description="failed logins per email within the window before 429 (4x per address)"
+        5, ge=1, description="failed logins per (email, client address) before delays start"
     )
-    login_window_seconds: int = Field(900, ge=1, description="window of the login rate limit")
+    login_delay_seconds: float = Field(
+        30, gt=0, description="the first delay after the free failures; each further one doubles"
+    )
+    login_window_seconds: int = Field(
+        900, ge=1, description="longest login delay; a pair quiet this long starts afresh"
+    )
     max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body accepted")
     read_cache_entries: int = Field(
         256,
@@ -88,6 +97,10 @@ class Settings(BaseSettings):
     @property
     def effective_result_backend(self) -> str:
         return self.result_backend or f"db+sqlite:///{self.data_dir.resolve() / 'results.db'}"
+
+    @property
+    def effective_data_root(self) -> Path:
+        return (self.data_root or self.data_dir).resolve()
 
     @property
     def is_embedded(self) -> bool:

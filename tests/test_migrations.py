@@ -21,7 +21,8 @@ EXPECTED_TABLES = {
     "dashboards",
     "share_links",
     "user_sessions",
-    "login_failures",
+    "login_throttles",
+    "team_invitations",
 }
 
 

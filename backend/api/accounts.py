@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Literal
 
@@ -114,21 +115,27 @@ def _me(db: DbSession, user: User, settings: Settings, session_secret: str | Non
 def login(
     body: LoginIn, request: Request, response: Response, db: DbSession, settings: SettingsDep
 ) -> Me:
-    """Start a browser session: sets an HttpOnly session cookie and returns the CSRF token."""
-    keys = rate_limit.failure_keys(body.email, request.client.host if request.client else "?")
-    window = settings.login_window_seconds
-    if rate_limit.is_limited(db, keys, settings.login_max_failures, window):
+    """Start a browser session: sets an HttpOnly session cookie and returns the CSRF token.
+
+    Failed attempts are limited per (email, client address): after `login_max_failures`,
+    each further attempt from that address waits a growing delay (429 with Retry-After)."""
+    policy = rate_limit.LoginPolicy(
+        settings.login_max_failures, settings.login_delay_seconds, settings.login_window_seconds
+    )
+    key = rate_limit.throttle_key(body.email, request.client.host if request.client else "?")
+    wait = rate_limit.reserve_attempt(db, key, policy)
+    if wait:
+        seconds = math.ceil(wait)
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
-            f"too many failed logins; try again in {window // 60} minutes",
-            headers={"Retry-After": str(window)},
+            f"too many failed logins from this address; try again in {seconds} seconds",
+            headers={"Retry-After": str(seconds)},
         )
     user = user_by_email(db, body.email)
     valid = verify_password(user.password_hash if user else None, body.password)
     if user is None or not valid or not user.is_active:
-        rate_limit.record_failure(db, keys, window)
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "wrong email or password")
-    rate_limit.clear_failures(db, keys[0])
+    rate_limit.clear(db, key, policy)
     if user.password_hash and needs_rehash(user.password_hash):
         user.password_hash = hash_password(body.password)
         db.commit()

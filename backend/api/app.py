@@ -13,6 +13,7 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import (
     accounts,
+    api_docs,
     dashboards,
     experiments,
     health,
@@ -25,6 +26,7 @@ from backend.api.cached_reads import CachedReads
 from backend.api.limits import BodySizeLimit, ConcurrencyLimit
 from backend.api.snapshot_cache import SnapshotCache
 from backend.api.snapshot_reader import snapshot_reader
+from backend.api.unicode_input import RefuseLoneSurrogates
 from backend.auth.redact import redact_access_log, validation_error_handler
 from backend.queue import make_celery
 from backend.reconcile import reconciler_lifespan
@@ -79,8 +81,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "Design-space exploration of DNN training-acceleration techniques "
             "(MERCURY, ADA-GP, SparseTrain) on simulated systolic-array accelerators."
         ),
-        docs_url="/api/docs",
-        redoc_url="/api/redoc",
+        docs_url=None,  # served offline by api_docs.router
+        redoc_url=None,
         openapi_url="/api/openapi.json",
         lifespan=lifespan,
     )
@@ -89,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_cache = SnapshotCache(settings.read_cache_entries)
     # The last added runs first: cached answers need no slot, and a slow upload holds none.
     app.add_middleware(ConcurrencyLimit, limit=settings.api_concurrency, exempt=EVENT_STREAMS)
+    app.add_middleware(RefuseLoneSurrogates)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(CachedReads, paths=CACHED_READS)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
@@ -98,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         health.router,
         accounts.router,
         teams.router,
+        teams.invitations_router,
         experiments.router,
         runs.router,
         preferences.router,
@@ -105,5 +109,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(dashboards.router, prefix=API_PREFIX)
     app.include_router(pages.router)
+    app.include_router(api_docs.router)
     pages.mount_static(app)
     return app

@@ -11,8 +11,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.pareto import front_2d
-from backend.api.run_query import visible_to
-from backend.db.models import EpochMetric, Experiment, LayerResult, Run, User
+from backend.api.access import Viewer, visible_to
+from backend.db.models import EpochMetric, Experiment, LayerResult, Run
 
 MAX_CHART_RUNS = 200
 ACCELERATOR_FIELDS = ("rows", "cols", "dataflow", "clock_mhz", "dram_bandwidth", "word_bytes")
@@ -72,7 +72,7 @@ class ChartData(BaseModel):
     runs: list[ChartRun]
 
 
-def chart_data(db: Session, viewer: User, run_ids: list[int]) -> ChartData:
+def chart_data(db: Session, viewer: Viewer, run_ids: list[int]) -> ChartData:
     """The runs among `run_ids` that `viewer` may see, in the order asked, with their details."""
     wanted = list(dict.fromkeys(run_ids))[:MAX_CHART_RUNS]
     if not wanted:

@@ -2,7 +2,8 @@
 
 A share link's token is shown once, when it is made; only its SHA-256 is stored, and revoking
 sets `revoked_at`. `GET /shared/{token}` needs no login and returns one dashboard with the data
-of its charts, nothing else.
+of its charts, nothing else: only runs that the link's creator, the dashboard's owner and the
+config's last author may all see (the rule is in `access.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backend.api.access import can_edit, field_error, owned_or_shared, require_team_editor
+from backend.api.access import (
+    Viewer,
+    can_edit,
+    can_share,
+    field_error,
+    owned_or_shared,
+    require_team_editor,
+    share_link_viewer,
+)
 from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
 from backend.api.deps import DbSession
 from backend.api.markdown import render_markdown
@@ -171,7 +180,7 @@ def rendered_texts(config: dict[str, Any]) -> list[RenderedText]:
     ]
 
 
-def _run_ids(db: Session, viewer: User, config: dict[str, Any]) -> list[int]:
+def _run_ids(db: Session, viewer: Viewer, config: dict[str, Any]) -> list[int]:
     """The dashboard's pinned runs, then (with none pinned, or `add_filtered_runs`) the first
     runs its filters match, at most MAX_CHART_RUNS in all."""
     parsed = DashboardConfig.model_validate(config)
@@ -203,6 +212,7 @@ def create_dashboard(body: DashboardIn, db: DbSession, user: CurrentUser) -> Das
         team_id=body.team_id,
         name=body.name,
         config=body.config.model_dump(),
+        config_set_by=user.id,
     )
     db.add(dashboard)
     db.commit()
@@ -230,6 +240,7 @@ def update_dashboard(
         dashboard.team_id = body.team_id
     if body.config is not None:
         dashboard.config = body.config.model_dump()
+        dashboard.config_set_by = user.id
     db.commit()
     db.refresh(dashboard)
     return _out(db, user, dashboard)
@@ -253,10 +264,17 @@ def dashboard_data(dashboard_id: str, db: DbSession, user: CurrentUser) -> Chart
     "/dashboards/{dashboard_id}/share-links",
     response_model=NewShareLink,
     status_code=status.HTTP_201_CREATED,
+    responses={403: {"description": "you are neither the dashboard's owner nor a team owner"}},
 )
 def create_share_link(dashboard_id: str, db: DbSession, user: CurrentUser) -> NewShareLink:
-    """A new read-only link; its token is in this answer only."""
-    dashboard = _get(db, user, dashboard_id, edit=True)
+    """A new read-only link (the dashboard's owner or an owner of its team); its token is in
+    this answer only."""
+    dashboard = _get(db, user, dashboard_id)
+    if not can_share(db, user, dashboard):
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "only the dashboard's owner or an owner of its team may create share links",
+        )
     token = secrets.token_urlsafe(32)
     link = ShareLink(dashboard_id=dashboard.id, token_hash=hash_token(token), created_by=user.id)
     db.add(link)
@@ -324,14 +342,15 @@ def runs_chart_data(
 def shared_dashboard(
     token: Annotated[str, Path(min_length=1, max_length=128)], db: DbSession
 ) -> SharedDashboard:
-    """A dashboard through its read-only link, no login: its name, charts and their data."""
+    """A dashboard through its read-only link, no login: its name, charts and the data of the
+    runs that the link's creator, the dashboard's owner and the config's author may all see."""
     found = db.execute(
         select(Dashboard, ShareLink)
         .join(ShareLink, ShareLink.dashboard_id == Dashboard.id)
         .where(ShareLink.token_hash == hash_token(token), ShareLink.revoked_at.is_(None))
     ).first()
-    owner = db.get(User, found[0].owner_id) if found and found[0].owner_id else None
-    if found is None or owner is None:
+    viewer = share_link_viewer(db, *found) if found is not None else None
+    if found is None or viewer is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "this link does not exist or was revoked")
     dashboard = found[0]
     config = DashboardConfig.model_validate(dashboard.config)
@@ -339,5 +358,5 @@ def shared_dashboard(
         name=dashboard.name,
         charts=list(config.charts),
         texts=rendered_texts(dashboard.config),
-        data=chart_data(db, owner, _run_ids(db, owner, dashboard.config)),
+        data=chart_data(db, viewer, _run_ids(db, viewer, dashboard.config)),
     )

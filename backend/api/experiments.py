@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
@@ -19,23 +20,47 @@ from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.limits import check_active_runs
 from backend.api.run_query import visible_to
 from backend.api.schemas import AnnotationsIn, ExpansionPreview, ExperimentOut, Page, RunCounts
-from backend.api.security import CurrentUser
+from backend.api.security import CurrentUser, caller_now
 from backend.db.models import Experiment, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, ExpansionError, expand
+from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
+from backend.specs.training import dataset_folder
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
 
 
-def _expand_or_422(spec: ExperimentSpec, max_runs: int) -> Expansion:
+def _expand_or_422(spec: ExperimentSpec, settings: Settings) -> Expansion:
     try:
-        return expand(spec, max_runs)
+        expansion = expand(spec, settings.max_runs_per_experiment)
     except ExpansionError as exc:
         raise RequestValidationError(
             [{"loc": ("body", *exc.loc), "msg": exc.message, "type": "value_error"}]
         ) from exc
+    _check_dataset_paths(spec, expansion, settings.effective_data_root)
+    return expansion
+
+
+def _check_dataset_paths(spec: ExperimentSpec, expansion: Expansion, data_root: Path) -> None:
+    """Every training's dataset_path (as given, or as a sweep sets it) inside the data root."""
+    for plan in expansion.trainings.values():
+        path = plan.training_config.get("dataset_path")
+        if path is None:
+            continue
+        try:
+            dataset_folder(path, data_root)
+        except ValueError as exc:
+            swept = spec.sweep is not None and "training.dataset_path" in spec.sweep.parameters
+            loc = (
+                ("body", "sweep", "parameters", "training.dataset_path")
+                if swept
+                else ("body", "training", "dataset_path")
+            )
+            raise RequestValidationError(
+                [{"loc": loc, "msg": str(exc), "type": "value_error"}]
+            ) from exc
 
 
 def _out(experiment: Experiment, counts: dict[str, int], trainings: int = 0) -> ExperimentOut:
@@ -68,7 +93,7 @@ def get_visible_experiment(db: Session, user: User, experiment_id: int) -> Exper
 @router.post("/preview", response_model=ExpansionPreview)
 def preview(spec: ExperimentSpec, settings: SettingsDep, user: CurrentUser) -> ExpansionPreview:
     """How many runs and trainings a spec expands to, without submitting it."""
-    expansion = _expand_or_422(spec, settings.max_runs_per_experiment)
+    expansion = _expand_or_422(spec, settings)
     baselines = sum(1 for r in expansion.runs if r.params["technique"] == "baseline")
     return ExpansionPreview(
         runs=len(expansion.runs), trainings=len(expansion.trainings), baseline_runs=baselines
@@ -86,7 +111,7 @@ def create_experiment(
     """Expand the spec into runs (a baseline for each training config and seed), store them,
     and queue one training task per distinct training."""
     require_team_editor(db, user, spec.team_id)
-    expansion = _expand_or_422(spec, settings.max_runs_per_experiment)
+    expansion = _expand_or_422(spec, settings)
     check_active_runs(db, user, len(expansion.runs), settings.max_active_runs_per_user)
     try:
         experiment = service.submit(db, celery, spec, expansion, owner_id=user.id)
@@ -179,8 +204,18 @@ def cancel(
     return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id])
 
 
-def _snapshot(database_url: str, experiment_id: int) -> tuple[str, dict[int, tuple[str, float]]]:
+def _snapshot(
+    database_url: str, experiment_id: int, request: Request, user_id: int
+) -> tuple[str, dict[int, tuple[str, float]]] | None:
+    """The experiment's status and its runs' states, or None once the caller may no longer
+    see it (credentials revoked, removed from the team, account deactivated)."""
     with session_factory(database_url)() as db:
+        caller = caller_now(request, db)
+        if caller is None or caller.id != user_id:
+            return None
+        exists = db.scalar(select(Experiment.id).where(Experiment.id == experiment_id))
+        if exists is not None and not _visible(db, caller, experiment_id):
+            return None
         experiment_status = db.scalar(
             select(Experiment.status).where(Experiment.id == experiment_id)
         )
@@ -188,6 +223,11 @@ def _snapshot(database_url: str, experiment_id: int) -> tuple[str, dict[int, tup
             select(Run.id, Run.status, Run.progress).where(Run.experiment_id == experiment_id)
         )
         return experiment_status or "deleted", {r.id: (r.status, r.progress) for r in rows}
+
+
+def _visible(db: Session, user: User, experiment_id: int) -> bool:
+    query = select(Experiment.id).where(Experiment.id == experiment_id, visible_to(user, db))
+    return db.scalar(query) is not None
 
 
 def _event(name: str, data: dict[str, Any]) -> str:
@@ -207,7 +247,9 @@ async def events(
     interval: Annotated[float, Query(ge=0.2, le=30, description="seconds between polls")] = 1.0,
 ) -> StreamingResponse:
     """Server-sent events: `run` when a run's status or progress changes, `experiment` when the
-    experiment's status changes, `end` once every run has finished."""
+    experiment's status changes, `end` once every run has finished. Access is checked again
+    at every poll: once the caller may no longer see the experiment, a `denied` event ends
+    the stream."""
 
     def check_and_release() -> None:
         get_visible_experiment(db, user, experiment_id)
@@ -221,9 +263,13 @@ async def events(
         seen: dict[int, tuple[str, float]] = {}
         last_status = None
         while not await request.is_disconnected():
-            experiment_status, runs = await run_in_threadpool(
-                _snapshot, database_url, experiment_id
+            snapshot = await run_in_threadpool(
+                _snapshot, database_url, experiment_id, request, user.id
             )
+            if snapshot is None:
+                yield _event("denied", {"id": experiment_id, "detail": "access was lost"})
+                return
+            experiment_status, runs = snapshot
             for run_id, state in runs.items():
                 if seen.get(run_id) != state:
                     yield _event("run", {"id": run_id, "status": state[0], "progress": state[1]})

@@ -19,6 +19,20 @@ from backend.db.models import Experiment, Run, User
 ACTIVE = ("queued", "running")
 
 
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the app a body already read, whole, then listens on."""
+    pending: Message | None = {"type": "http.request", "body": body, "more_body": False}
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending is not None:
+            message, pending = pending, None
+            return message
+        return await receive()
+
+    return replay
+
+
 class BodySizeLimit:
     """Refuse request bodies over `max_bytes` with 413, whether declared or streamed.
 
@@ -52,20 +66,7 @@ class BodySizeLimit:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body: Message | None = {
-            "type": "http.request",
-            "body": b"".join(chunks),
-            "more_body": False,
-        }
-
-        async def replay() -> Message:
-            nonlocal body
-            if body is not None:
-                message, body = body, None
-                return message
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = JSONResponse(

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import HTTPException, Query
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy import Select, String, and_, cast, or_, select
 from sqlalchemy.orm import Session
 
-from backend.api.access import owned_or_shared
-from backend.db.models import Experiment, Run, User
+from backend.api.access import Viewer, visible_to
+from backend.db.models import Experiment, Run
 
 SORTABLE = {
     "id": Run.id,
@@ -50,11 +51,6 @@ METRICS = {
         "finished_at",
     }
 }
-
-
-def visible_to(user: User, db: Session) -> Any:
-    """Rows of experiments the user owns or shares through a team."""
-    return owned_or_shared(user, Experiment.owner_id, Experiment.team_id)
 
 
 @dataclass
@@ -192,6 +188,15 @@ async def run_filters(
     ] = "",
 ) -> RunFilters:
     # async, doing no I/O: FastAPI then calls it on the event loop, not through a thread hop
+    texts = {"technique": technique, "model": model, "dataset": dataset, "status": status}
+    texts |= {"accelerator": accelerator, "param": param, "range": range, "sort": [sort], "q": [q]}
+    errors = [
+        {"type": "string_nul", "loc": ("query", name), "msg": "must not contain a NUL character"}
+        for name, values in texts.items()
+        if any("\x00" in value for value in values)
+    ]
+    if errors:
+        raise RequestValidationError(errors)
     return RunFilters(
         experiment_id,
         technique,
@@ -208,11 +213,11 @@ async def run_filters(
 
 
 def filtered_runs(
-    db: Session, user: User, filters: RunFilters, entity: Any = Run
+    db: Session, viewer: Viewer, filters: RunFilters, entity: Any = Run
 ) -> Select[tuple[Any]]:
     """The visible runs matching the filters, selecting `entity` (the Run, or some columns)."""
     return (
         select(entity)
         .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(visible_to(user, db), *filters.where())
+        .where(visible_to(viewer, db), *filters.where())
     )

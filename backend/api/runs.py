@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import aliased, selectinload
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
@@ -158,6 +158,43 @@ def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoi
     ]
 
 
+def _export_runs(database_url: str, query: Select[tuple[Run]]) -> Iterator[Run]:
+    """The runs of the export, the first one already read: a query that fails, fails here,
+    before anything is sent, and is answered with its status code like any other request."""
+    session = session_factory(database_url)()
+    try:
+        runs = iter(session.scalars(query.execution_options(yield_per=500)))
+        first = next(runs, None)
+    except BaseException:
+        session.close()
+        raise
+
+    def all_runs() -> Iterator[Run]:
+        try:
+            if first is None:
+                return  # an exhausted result is not asked again
+            yield first
+            yield from runs
+        finally:
+            session.close()
+
+    return all_runs()
+
+
+def _visibly_incomplete(chunks: Iterator[str], format: str) -> Iterator[str]:
+    """An error once the answer has begun cannot change its status: the body says so (a CSV
+    comment line, or text that makes the JSON invalid) and the connection is then aborted,
+    so a cut-off export is never mistaken for a whole one."""
+    try:
+        yield from chunks
+    except Exception as exc:
+        reason = (
+            f"export failed after the rows above ({type(exc).__name__}); this file is incomplete"
+        )
+        yield f"\n# {reason}\n" if format == "csv" else f"\nERROR: {reason}\n"
+        raise
+
+
 @router.get("/export", response_class=StreamingResponse)
 def export(
     request: Request,
@@ -168,19 +205,18 @@ def export(
 ) -> StreamingResponse:
     """Every run matching the filters, streamed: times, duration, swept params, metrics, and
     the whole training config, accelerator config and technique settings (flat columns in CSV,
-    nested in JSON)."""
-    query = filtered_runs(db, user, filters).order_by(*filters.order_by())
-    database_url = request.app.state.settings.effective_database_url
+    nested in JSON).
 
-    def rows() -> Iterator[Run]:
-        with session_factory(database_url)() as session:
-            yield from session.scalars(query.execution_options(yield_per=500))
+    Filters are checked and the query started before the answer begins (a bad filter is 422
+    like `/runs`); an error after that aborts the answer, its body saying it is incomplete."""
+    query = filtered_runs(db, user, filters).order_by(*filters.order_by())
+    runs = _export_runs(request.app.state.settings.effective_database_url, query)
 
     def as_csv() -> Iterator[str]:
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, EXPORT_COLUMNS, extrasaction="ignore")
         writer.writeheader()
-        for count, run in enumerate(rows(), 1):
+        for count, run in enumerate(runs, 1):
             writer.writerow({name: csv_cell(value) for name, value in export_row(run).items()})
             if count % 500 == 0:
                 yield buffer.getvalue()
@@ -190,13 +226,13 @@ def export(
 
     def as_json() -> Iterator[str]:
         yield "["
-        for count, run in enumerate(rows()):
+        for count, run in enumerate(runs):
             yield ("," if count else "") + json.dumps(nested_row(run))
         yield "]"
 
     media = "text/csv" if format == "csv" else "application/json"
     return StreamingResponse(
-        as_csv() if format == "csv" else as_json(),
+        _visibly_incomplete(as_csv() if format == "csv" else as_json(), format),
         media_type=media,
         headers={"Content-Disposition": f'attachment; filename="orrery-runs.{format}"'},
     )

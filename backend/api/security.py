@@ -65,6 +65,15 @@ def current_user(
     return identity.user
 
 
+def caller_now(request: Request, db: Session) -> User | None:
+    """Who the request's credentials name now, or None once they stopped working (session
+    ended, token revoked, account deactivated): long answers re-check their caller with it."""
+    try:
+        return _identity(request, db, None).user
+    except HTTPException:
+        return None
+
+
 def _identity(request: Request, db: Session, csrf: str | None) -> Identity:
     settings = request.app.state.settings
     token = bearer_token(request)

@@ -1,7 +1,11 @@
-"""Teams: create, list, show; add, re-role and remove members; delete.
+"""Teams: create, list, show; invite, re-role and remove members; delete.
 
 Roles: `owner` manages the team, `member` shares and changes the team's work, `viewer` only
 reads it. People outside a team get 404 for it, as if it did not exist.
+
+Membership is by invitation: an owner invites an email with a role, and the person with that
+email sees the invitation (`GET /invitations`) and accepts or declines it. Inviting answers
+the same whether or not an account has the email, so it tells nobody who has an account.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from sqlalchemy.orm import Session
 from backend.api.access import field_error
 from backend.api.deps import DbSession
 from backend.api.security import CurrentUser
-from backend.auth.users import user_by_email
-from backend.db.models import Team, TeamMembership, User
+from backend.auth.users import normalise_email
+from backend.db.models import Team, TeamInvitation, TeamMembership, User
 
 router = APIRouter(prefix="/teams", tags=["teams"])
+invitations_router = APIRouter(prefix="/invitations", tags=["teams"])
 
 Role = Literal["owner", "member", "viewer"]
 
@@ -33,8 +38,8 @@ class TeamIn(_In):
     name: str = Field(min_length=1, max_length=120)
 
 
-class MemberIn(_In):
-    email: str = Field(min_length=3, max_length=254, description="an existing account's email")
+class InvitationIn(_In):
+    email: str = Field(min_length=3, max_length=254, description="whom to invite")
     role: Role = "member"
 
 
@@ -47,6 +52,16 @@ class MemberOut(BaseModel):
     email: str
     display_name: str
     role: str
+
+
+class InvitationOut(BaseModel):
+    id: int
+    team_id: int
+    team_name: str
+    email: str
+    role: str
+    invited_by: int | None
+    created_at: datetime
 
 
 class TeamOut(BaseModel):
@@ -145,18 +160,74 @@ def delete_team(team_id: int, db: DbSession, user: CurrentUser) -> Response:
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/{team_id}/members", response_model=TeamOut, status_code=status.HTTP_201_CREATED)
-def add_member(team_id: int, body: MemberIn, db: DbSession, user: CurrentUser) -> TeamOut:
-    """Add an existing account to the team with a role (owners only)."""
-    membership = _team_for(db, user, team_id, owner=True)
-    invitee = user_by_email(db, body.email)
-    if invitee is None or not invitee.is_active:
-        raise field_error("email", "no active account has this email")
-    if _membership(db, team_id, invitee.id) is not None:
-        raise field_error("email", "this account is already a member; change its role instead")
-    db.add(TeamMembership(team_id=team_id, user_id=invitee.id, role=body.role))
+def _invitation_out(invitation: TeamInvitation) -> InvitationOut:
+    return InvitationOut(
+        id=invitation.id,
+        team_id=invitation.team_id,
+        team_name=invitation.team.name,
+        email=invitation.email,
+        role=invitation.role,
+        invited_by=invitation.invited_by,
+        created_at=invitation.created_at,
+    )
+
+
+@router.post(
+    "/{team_id}/members", response_model=InvitationOut, status_code=status.HTTP_201_CREATED
+)
+def invite_member(
+    team_id: int, body: InvitationIn, db: DbSession, user: CurrentUser
+) -> InvitationOut:
+    """Invite an email to the team with a role (owners only); it joins when it accepts.
+    The answer is the same whether or not an account has this email; inviting again
+    changes the role offered."""
+    _team_for(db, user, team_id, owner=True)
+    email = normalise_email(body.email)
+    if "@" not in email:
+        raise field_error("email", "must be an email address")
+    members = select(User.email).join(TeamMembership).where(TeamMembership.team_id == team_id)
+    if email in {address.lower() for address in db.scalars(members)}:
+        raise field_error("email", "this person is already a member; change the role instead")
+    invitation = db.scalar(
+        select(TeamInvitation).where(
+            TeamInvitation.team_id == team_id, TeamInvitation.email == email
+        )
+    )
+    if invitation is None:
+        invitation = TeamInvitation(team_id=team_id, email=email)
+        db.add(invitation)
+    invitation.role, invitation.invited_by = body.role, user.id
     db.commit()
-    return _out(db, membership.team, membership.role)
+    db.refresh(invitation)
+    return _invitation_out(invitation)
+
+
+@router.get("/{team_id}/invitations", response_model=list[InvitationOut])
+def team_invitations(team_id: int, db: DbSession, user: CurrentUser) -> list[InvitationOut]:
+    """The team's pending invitations (owners only)."""
+    _team_for(db, user, team_id, owner=True)
+    rows = db.scalars(
+        select(TeamInvitation).where(TeamInvitation.team_id == team_id).order_by(TeamInvitation.id)
+    )
+    return [_invitation_out(invitation) for invitation in rows]
+
+
+@router.delete("/{team_id}/invitations/{invitation_id}", status_code=status.HTTP_204_NO_CONTENT)
+def withdraw_invitation(
+    team_id: int, invitation_id: int, db: DbSession, user: CurrentUser
+) -> Response:
+    """Withdraw a pending invitation (owners only)."""
+    _team_for(db, user, team_id, owner=True)
+    invitation = db.scalar(
+        select(TeamInvitation).where(
+            TeamInvitation.id == invitation_id, TeamInvitation.team_id == team_id
+        )
+    )
+    if invitation is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"invitation {invitation_id} not found")
+    db.delete(invitation)
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.patch("/{team_id}/members/{user_id}", response_model=TeamOut)
@@ -191,5 +262,50 @@ def remove_member(team_id: int, user_id: int, db: DbSession, user: CurrentUser) 
             "the team's last owner cannot leave; make another owner first or delete the team",
         )
     db.delete(target)
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _my_invitation(db: Session, user: User, invitation_id: int) -> TeamInvitation:
+    invitation = db.scalar(
+        select(TeamInvitation).where(
+            TeamInvitation.id == invitation_id,
+            TeamInvitation.email == normalise_email(user.email),
+        )
+    )
+    if invitation is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"invitation {invitation_id} not found")
+    return invitation
+
+
+@invitations_router.get("", response_model=list[InvitationOut])
+def my_invitations(db: DbSession, user: CurrentUser) -> list[InvitationOut]:
+    """Invitations to teams addressed to your email, waiting for your answer."""
+    rows = db.scalars(
+        select(TeamInvitation)
+        .where(TeamInvitation.email == normalise_email(user.email))
+        .order_by(TeamInvitation.id)
+    )
+    return [_invitation_out(invitation) for invitation in rows]
+
+
+@invitations_router.post("/{invitation_id}/accept", response_model=TeamOut)
+def accept_invitation(invitation_id: int, db: DbSession, user: CurrentUser) -> TeamOut:
+    """Join the team with the role you were invited to."""
+    invitation = _my_invitation(db, user, invitation_id)
+    team, role = invitation.team, invitation.role
+    if _membership(db, team.id, user.id) is None:
+        db.add(TeamMembership(team_id=team.id, user_id=user.id, role=role))
+    db.delete(invitation)
+    db.commit()
+    membership = _membership(db, team.id, user.id)
+    assert membership is not None
+    return _out(db, team, membership.role)
+
+
+@invitations_router.post("/{invitation_id}/decline", status_code=status.HTTP_204_NO_CONTENT)
+def decline_invitation(invitation_id: int, db: DbSession, user: CurrentUser) -> Response:
+    """Say no: the invitation is gone, and the team's owners may invite you again."""
+    db.delete(_my_invitation(db, user, invitation_id))
     db.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

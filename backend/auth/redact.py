@@ -30,11 +30,14 @@ def _redacted(error: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json_safe(value: Any) -> Any:
-    """JSON has no NaN or infinity, but Python's parser reads them: echo them back as text."""
+    """JSON has no NaN or infinity, but Python's parser reads them: echo them back as text.
+    Nor can a lone surrogate be encoded: echo it back escaped, `\\ud800`."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
+        return {_json_safe(key): _json_safe(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_json_safe(item) for item in value]
     return value

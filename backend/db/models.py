@@ -294,6 +294,8 @@ class Dashboard(Base):
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="SET NULL"))
     name: Mapped[str] = mapped_column(String(200))
     config: Mapped[dict[str, Any]]  # selected runs, filters and charts
+    # Who last set the config: a share link shows only what this user may see too.
+    config_set_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = _now_column()
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
@@ -328,12 +330,32 @@ class UserSession(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
-class LoginFailure(Base):
-    """One failed login, kept for the rate limit; the key is 'email:<address>' or 'ip:<addr>'."""
+class LoginThrottle(Base):
+    """Login attempts of one (account, client address) pair, for the login limit's growing
+    delays; the key is a digest of the pair, so typed emails are not kept in clear."""
 
-    __tablename__ = "login_failures"
-    __table_args__ = (Index("ix_login_failures_key_at", "key", "at"),)
+    __tablename__ = "login_throttles"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    blocked_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class TeamInvitation(Base):
+    """A pending invitation to a team, addressed to an email; the invitee accepts or declines.
+
+    It exists whether or not an account has that email, so inviting tells nothing about who
+    has an account."""
+
+    __tablename__ = "team_invitations"
+    __table_args__ = (UniqueConstraint("team_id", "email"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    key: Mapped[str] = mapped_column(String(300))
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    email: Mapped[str] = mapped_column(String(254), index=True)  # normalised, lower case
+    role: Mapped[str] = mapped_column(String(16))  # owner | member | viewer
+    invited_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = _now_column()
+
+    team: Mapped[Team] = relationship()

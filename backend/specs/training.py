@@ -6,6 +6,7 @@ technique knob has the default documented in the papers' notes; a user may sweep
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -26,7 +27,9 @@ class TrainingConfig(_Spec):
     model: ModelName = Field("lenet5", description="network from the model zoo")
     dataset: DatasetName = Field("digits", description="data set to train and test on")
     dataset_path: str | None = Field(
-        None, description="folder of the data set, required for 'idx-dir' and 'cifar10-dir'"
+        None,
+        description="folder of the data set, required for 'idx-dir' and 'cifar10-dir'; it must "
+        "lie inside the server's data root (a relative path is taken from there)",
     )
     width: int = Field(16, ge=1, le=512, description="base channel width for the CNNs")
     epochs: int = Field(3, ge=1, le=200, description="passes over the training set")
@@ -48,6 +51,19 @@ class TrainingConfig(_Spec):
         if self.dataset in ("idx-dir", "cifar10-dir") and not self.dataset_path:
             raise ValueError(f"dataset_path is required for dataset '{self.dataset}'")
         return self
+
+
+def dataset_folder(path: str, data_root: Path) -> Path:
+    """The folder a `dataset_path` names, symbolic links resolved; ValueError unless it lies
+    inside `data_root`. Checked when a spec is submitted and again where the data is read, so
+    a training never opens (nor tells the existence of) anything else on the server."""
+    root = data_root.resolve()
+    if "\x00" in path:
+        raise ValueError("dataset_path must not contain a NUL character")
+    folder = (root / path).resolve()  # an absolute path stays itself
+    if not folder.is_relative_to(root):
+        raise ValueError("dataset_path must lie inside the server's data root")
+    return folder
 
 
 class BaselineParams(_Spec):

@@ -85,7 +85,7 @@ def test_missing_data_fails_the_runs_with_the_reason(
     url = pg_settings.effective_database_url
     spec = {
         **SPEC,
-        "training": {**TINY_TRAINING, "dataset": "idx-dir", "dataset_path": "/no/such/dir"},
+        "training": {**TINY_TRAINING, "dataset": "idx-dir", "dataset_path": "no-such-dir"},
     }
     api.post("/api/v1/experiments", json=spec)
     statuses = {run_training_job(url, t, task_id="x") for t in training_ids(url)}

@@ -1,14 +1,18 @@
 """A multi-user server on real PostgreSQL and Redis, and a small world of people and their work.
 
 Alice owns an experiment (shared with her team), its runs (some finished), a dashboard with a
-share link, and an API token. Carol is a member and Victor a viewer of Alice's team. Bob
-belongs to nothing. Every name Alice chose carries MARKER, so a leak shows up in any body.
+share link, and an API token. Carol is a member and Victor a viewer of Alice's team (each
+accepted Alice's invitation); a newcomer without an account has a pending one. Bob belongs to
+nothing. Every name Alice chose carries MARKER, so a leak shows up in any body.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +26,7 @@ from backend.auth.users import create_user
 from backend.db.models import Run, TeamMembership
 from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.conftest import service_settings
+from tests.conftest import free_port, orrery_env, service_settings, stop_process, wait_for_http
 from tests.pipeline.conftest import TINY_TRAINING
 
 BASE_URL = "https://testserver"  # the session cookie is Secure
@@ -79,6 +83,7 @@ class World:
     share_token: str
     share_link_id: int
     alice_token_id: int
+    invitation_id: int
     ids: dict[str, object] = field(default_factory=dict)
 
 
@@ -90,6 +95,20 @@ def spec(name: str, team_id: int | None = None) -> dict[str, object]:
         "techniques": [{"name": "sparsetrain", "prune_rate": 0.5}],
         "accelerators": ["edge"],
     }
+
+
+def join_team(client: TestClient, owner: Person, person: Person, team_id: int, role: str) -> None:
+    """The owner invites the person, who accepts."""
+    invited = client.post(
+        f"/api/v1/teams/{team_id}/members",
+        json={"email": person.email, "role": role},
+        headers=owner.auth,
+    )
+    assert invited.status_code == 201, invited.text
+    accepted = client.post(
+        f"/api/v1/invitations/{invited.json()['id']}/accept", headers=person.auth
+    )
+    assert accepted.status_code == 200, accepted.text
 
 
 @pytest.fixture
@@ -104,12 +123,7 @@ def world(client: TestClient, accounts_settings: Settings) -> World:
     assert team.status_code == 201, team.text
     team_id = team.json()["id"]
     for person, role in ((carol, "member"), (victor, "viewer")):
-        added = client.post(
-            f"/api/v1/teams/{team_id}/members",
-            json={"email": person.email, "role": role},
-            headers=alice.auth,
-        )
-        assert added.status_code == 201, added.text
+        join_team(client, alice, person, team_id, role)
 
     experiment = client.post(
         "/api/v1/experiments", json=spec(f"experiment {marker}", team_id), headers=alice.auth
@@ -136,6 +150,12 @@ def world(client: TestClient, accounts_settings: Settings) -> World:
     link = client.post(f"/api/v1/dashboards/{dashboard_id}/share-links", headers=alice.auth)
     assert link.status_code == 201, link.text
     tokens = client.get("/api/v1/tokens", headers=alice.auth).json()
+    invitation = client.post(
+        f"/api/v1/teams/{team_id}/members",
+        json={"email": f"newcomer-{marker}@example.org", "role": "viewer"},
+        headers=alice.auth,
+    )
+    assert invitation.status_code == 201, invitation.text
     return World(
         marker=marker,
         alice=alice,
@@ -149,6 +169,7 @@ def world(client: TestClient, accounts_settings: Settings) -> World:
         share_token=link.json()["token"],
         share_link_id=link.json()["id"],
         alice_token_id=tokens[0]["id"],
+        invitation_id=invitation.json()["id"],
     )
 
 
@@ -159,3 +180,36 @@ def role_of(settings: Settings, team_id: int, user_id: int) -> str | None:
                 TeamMembership.team_id == team_id, TeamMembership.user_id == user_id
             )
         )
+
+
+UVICORN = [sys.executable, "-m", "uvicorn", "backend.api.app:create_app", "--factory"]
+
+
+@contextmanager
+def uvicorn_server(settings: Settings, **env: str) -> Iterator[str]:
+    """A real API process on these settings' database and broker (for answers that stream,
+    which the test client would only hand over whole); yields its base URL."""
+    port = free_port()
+    server_env = orrery_env(
+        ORRERY_DATA_DIR=str(settings.data_dir),
+        ORRERY_DATABASE_URL=settings.effective_database_url,
+        ORRERY_BROKER_URL=settings.effective_broker_url,
+        ORRERY_RESULT_BACKEND=settings.effective_result_backend,
+        ORRERY_SECRET_KEY=settings.effective_secret_key(),
+        ORRERY_RECONCILE_INTERVAL="0",
+        **env,
+    )
+    server = subprocess.Popen(
+        [*UVICORN, "--host", "127.0.0.1", "--port", str(port)],
+        env=server_env,
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{base}/api/v1/health", process=server)
+        yield base
+    finally:
+        stop_process(server)

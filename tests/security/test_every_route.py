@@ -37,6 +37,7 @@ def path_values(world: World) -> dict[str, Any]:
         "dashboard_id": world.dashboard_id,
         "link_id": world.share_link_id,
         "token": world.share_token,
+        "invitation_id": world.invitation_id,
     }
 
 

@@ -101,26 +101,87 @@ def test_team_input_errors_name_the_field(
     alice = world.alice.auth
     taken = client.post("/api/v1/teams", json={"name": f"team {world.marker}"}, headers=alice)
     assert taken.status_code == 422 and taken.json()["detail"][0]["loc"] == ["body", "name"]
-    unknown = client.post(
-        f"/api/v1/teams/{world.team_id}/members",
-        json={"email": "nobody@example.org", "role": "member"},
-        headers=alice,
-    )
-    assert unknown.status_code == 422 and unknown.json()["detail"][0]["loc"] == ["body", "email"]
     bad_role = client.post(
         f"/api/v1/teams/{world.team_id}/members",
         json={"email": world.bob.email, "role": "emperor"},
         headers=alice,
     )
     assert bad_role.status_code == 422 and bad_role.json()["detail"][0]["loc"] == ["body", "role"]
-    newcomer = make_person(accounts_settings, "dave")
-    added = client.post(
+    member = client.post(
         f"/api/v1/teams/{world.team_id}/members",
-        json={"email": newcomer.email, "role": "viewer"},
+        json={"email": world.carol.email.upper(), "role": "viewer"},
         headers=alice,
     )
-    assert added.status_code == 201
-    assert {m["email"] for m in added.json()["members"]} >= {newcomer.email, world.alice.email}
+    assert member.status_code == 422 and member.json()["detail"][0]["loc"] == ["body", "email"]
+    not_an_email = client.post(
+        f"/api/v1/teams/{world.team_id}/members", json={"email": "nobody"}, headers=alice
+    )
+    assert not_an_email.status_code == 422
+    assert not_an_email.json()["detail"][0]["loc"] == ["body", "email"]
+
+
+def test_inviting_tells_nothing_about_who_has_an_account(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    alice = world.alice.auth
+    invite = f"/api/v1/teams/{world.team_id}/members"
+    existing = client.post(invite, json={"email": world.bob.email, "role": "member"}, headers=alice)
+    unknown = client.post(
+        invite,
+        json={"email": f"nobody-{world.marker}@example.org", "role": "member"},
+        headers=alice,
+    )
+    assert existing.status_code == unknown.status_code == 201
+    assert existing.headers.keys() == unknown.headers.keys()
+
+    def shape(body: dict) -> dict:
+        return {k: v for k, v in body.items() if k not in ("id", "email", "created_at")}
+
+    assert shape(existing.json()) == shape(unknown.json())
+    # Neither is a member before accepting.
+    team = client.get(f"/api/v1/teams/{world.team_id}", headers=alice).json()
+    assert world.bob.id not in {m["user_id"] for m in team["members"]}
+    pending = client.get(f"/api/v1/teams/{world.team_id}/invitations", headers=alice).json()
+    assert {world.bob.email, f"nobody-{world.marker}@example.org"} <= {i["email"] for i in pending}
+
+
+def test_the_invitee_accepts_or_declines_and_nobody_else_can(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    alice, bob = world.alice.auth, world.bob.auth
+    invite = f"/api/v1/teams/{world.team_id}/members"
+    invitation = client.post(
+        invite, json={"email": world.bob.email, "role": "viewer"}, headers=alice
+    ).json()
+    assert client.get(f"/api/v1/experiments/{world.experiment_id}", headers=bob).status_code == 404
+    mine = client.get("/api/v1/invitations", headers=bob).json()
+    assert [(i["id"], i["team_name"], i["role"]) for i in mine] == [
+        (invitation["id"], f"team {world.marker}", "viewer")
+    ]
+    # Someone else cannot answer Bob's invitation, nor see it.
+    dave = make_person(accounts_settings, "dave")
+    assert client.get("/api/v1/invitations", headers=dave.auth).json() == []
+    for answer in ("accept", "decline"):
+        stolen = client.post(f"/api/v1/invitations/{invitation['id']}/{answer}", headers=dave.auth)
+        assert stolen.status_code == 404
+    accepted = client.post(f"/api/v1/invitations/{invitation['id']}/accept", headers=bob)
+    assert accepted.status_code == 200 and accepted.json()["role"] == "viewer"
+    assert role_of(accounts_settings, world.team_id, world.bob.id) == "viewer"
+    assert client.get(f"/api/v1/experiments/{world.experiment_id}", headers=bob).status_code == 200
+    assert client.get("/api/v1/invitations", headers=bob).json() == []
+    again = client.post(f"/api/v1/invitations/{invitation['id']}/accept", headers=bob)
+    assert again.status_code == 404
+
+    # Declining leaves no trace and no membership; the owner may withdraw an invitation.
+    declined = client.post(invite, json={"email": dave.email, "role": "owner"}, headers=alice)
+    answer = client.post(f"/api/v1/invitations/{declined.json()['id']}/decline", headers=dave.auth)
+    assert answer.status_code == 204
+    assert role_of(accounts_settings, world.team_id, dave.id) is None
+    withdrawn = client.post(invite, json={"email": dave.email, "role": "owner"}, headers=alice)
+    path = f"/api/v1/teams/{world.team_id}/invitations/{withdrawn.json()['id']}"
+    assert client.delete(path, headers=world.carol.auth).status_code == 403
+    assert client.delete(path, headers=alice).status_code == 204
+    assert client.get("/api/v1/invitations", headers=dave.auth).json() == []
 
 
 def test_deleting_a_team_keeps_the_work_with_its_owner(client: TestClient, world: World) -> None:

@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from backend.specs.training import TrainingConfig, technique_label
+from backend.settings import get_settings
+from backend.specs.training import TrainingConfig, dataset_folder, technique_label
 from worker.sim.workload import Workload
 from worker.training.datasets import Dataset, load_dataset
 from worker.training.errors import TrainingCancelled
@@ -62,13 +63,21 @@ def evaluate(model: nn.Module, images: Tensor, labels: Tensor) -> tuple[float, f
     return total_loss / max(len(labels), 1), correct / max(len(labels), 1)
 
 
+def _dataset_folder(config: TrainingConfig) -> str | None:
+    """The data set's folder, checked again here against this worker's data root (the API
+    checked it at submission against its own): ValueError when it lies outside."""
+    if config.dataset_path is None:
+        return None
+    return str(dataset_folder(config.dataset_path, get_settings().effective_data_root))
+
+
 class _Run:
     """One training's state: model, data, techniques and the recorder wired together."""
 
     def __init__(self, config: TrainingConfig, params: list[AnyParams]) -> None:
         self.config = config
         self.data: Dataset = load_dataset(
-            config.dataset, config.dataset_path, config.train_samples, config.test_samples
+            config.dataset, _dataset_folder(config), config.train_samples, config.test_samples
         )
         torch.manual_seed(config.seed)
         self.model = build_model(

@@ -1,0 +1,62 @@
+"""The API's interactive docs, Swagger UI at /api/docs and ReDoc at /api/redoc, offline.
+
+FastAPI's own pages load their scripts from a CDN, which leaves them blank without internet.
+Here the same pages load them from the `fastapi-offline` package's copy of the Swagger UI and
+ReDoc bundles, served by this app, as Plotly is (api/pages.py): no CDN, no copy in the
+repository, no web fonts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fastapi_offline
+from fastapi import APIRouter, HTTPException, status
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
+
+ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
+ASSETS = {
+    "swagger-ui-bundle.js": "text/javascript",
+    "swagger-ui.css": "text/css",
+    "redoc.standalone.js": "text/javascript",
+}
+ASSETS_URL = "/vendor/api-docs"
+OPENAPI_URL = "/api/openapi.json"
+TITLE = "Orrery API"
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/api/docs", response_class=HTMLResponse)
+def swagger_ui() -> HTMLResponse:
+    return get_swagger_ui_html(
+        openapi_url=OPENAPI_URL,
+        title=f"{TITLE} - Swagger UI",
+        swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
+        swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
+        swagger_favicon_url="/favicon.ico",
+        swagger_ui_parameters={"validatorUrl": None},  # no round trip to a public validator
+    )
+
+
+@router.get("/api/redoc", response_class=HTMLResponse)
+def redoc() -> HTMLResponse:
+    return get_redoc_html(
+        openapi_url=OPENAPI_URL,
+        title=f"{TITLE} - ReDoc",
+        redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js",
+        redoc_favicon_url="/favicon.ico",
+        with_google_fonts=False,
+    )
+
+
+@router.get(f"{ASSETS_URL}/{{name}}")
+def asset(name: str) -> FileResponse:
+    """One of the docs' scripts or style sheets, from the installed package."""
+    path = ASSETS_DIR / name
+    if name not in ASSETS or not path.is_file():
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"{name} is not an API docs asset")
+    return FileResponse(
+        path, media_type=ASSETS[name], headers={"Cache-Control": "public, max-age=86400"}
+    )

@@ -16,7 +16,10 @@ from backend.db.models import EpochMetric, Experiment, LayerResult, Run
 
 MAX_CHART_RUNS = 200
 ACCELERATOR_FIELDS = ("rows", "cols", "dataflow", "clock_mhz", "dram_bandwidth", "word_bytes")
-SUMMARY_FIELDS = ("energy_by_level", "energy_by_operand", "seconds", "utilization")
+SUMMARY_FIELDS = (
+    "energy_by_level", "energy_by_operand", "seconds", "utilization", "array_cycles",
+    "exposed_extension_cycles",
+)  # fmt: skip
 LAYER_FIELDS = (
     "layer", "training_pass", "role", "compute_cycles", "stall_cycles", "total_cycles",
     "macs_algorithmic", "macs_actual", "macs_skipped", "macs_overhead", "dram_bytes", "energy_pj",

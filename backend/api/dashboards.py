@@ -35,9 +35,11 @@ from backend.db.models import Dashboard, Run, ShareLink, User
 
 router = APIRouter(tags=["dashboards"])
 
-ChartName = Literal["pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
+ChartName = Literal[
+    "pareto", "cycles", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"
+]
 ALL_CHARTS: list[ChartName] = [
-    "pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline",
+    "pareto", "cycles", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline",
 ]  # fmt: skip
 
 

@@ -74,13 +74,6 @@ class RunPlan:
     baseline_hardware: BaselineHardware = "dense"
 
 
-EXTENSION_OF_TECHNIQUE = {
-    "mercury": "mercury",
-    "sparsetrain": "zero_skipping",
-    "adagp": "gradient_predictor",
-}
-
-
 # What a 'same' baseline keeps of its accelerator: the dense training gets the natural
 # sparsity (ReLU, pooling) that any zero-skipping array exploits, and nothing else.
 SAME_BASELINE_TECHNIQUES = frozenset({"sparsetrain"})
@@ -88,12 +81,8 @@ SAME_BASELINE_TECHNIQUES = frozenset({"sparsetrain"})
 
 def hardware_for(accelerator: dict[str, Any], techniques: set[str]) -> dict[str, Any]:
     """The accelerator with only the extensions these techniques use (if it has them) on."""
-    config = json.loads(json.dumps(accelerator))
-    for technique, extension in EXTENSION_OF_TECHNIQUE.items():
-        config[extension]["enabled"] = (
-            bool(config[extension]["enabled"]) and technique in techniques
-        )
-    return config
+    config = AcceleratorConfig.model_validate(accelerator).for_techniques(frozenset(techniques))
+    return config.model_dump()
 
 
 def baseline_hardware_for(accelerator: dict[str, Any], kind: BaselineHardware) -> dict[str, Any]:

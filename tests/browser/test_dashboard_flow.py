@@ -13,7 +13,7 @@ from tests.browser.conftest import ConsoleLog, Server
 
 pytestmark = pytest.mark.browser
 
-CHARTS = ["pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
+CHARTS = ["pareto", "cycles", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
 EXPECTED_422 = "the server responded with a status of 422"
 
 

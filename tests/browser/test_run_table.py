@@ -96,7 +96,7 @@ def test_sort_page_filter_and_export(server: Server, browser: Browser, screensho
     page.get_by_label("select all runs on this page").check()
     page.get_by_role("button", name="Compare selected (40)").click()
     page.wait_for_url(re.compile(r"/compare\?ids="))
-    page.wait_for_selector('#charts[data-rendered="7"]')
+    page.wait_for_selector('#charts[data-rendered="8"]')
     assert "40 run(s)" in page.locator("#run-summary").inner_text()
     assert console.errors == []
     context.close()

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from tests.dashboard.conftest import World
 
-CHARTS = ["pareto", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
+CHARTS = ["pareto", "cycles", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
 
 
 def create(client: TestClient, world: World, **body: object) -> dict:

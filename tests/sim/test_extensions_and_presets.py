@@ -15,7 +15,6 @@ from backend.specs.accelerator import (
     PRESETS,
     AcceleratorConfig,
     MercuryHardware,
-    techniques_of,
 )
 from tests.sim.strategies import accelerators, dims
 from worker.sim import GemmOp, TrainingPass, Workload, simulate
@@ -195,18 +194,6 @@ def test_presets_offer_their_papers_extensions_and_the_generic_ones_offer_all() 
     assert PRESETS["mercury-like"].extensions_on == ("mercury",)
     assert PRESETS["mercury-like"].mercury.lookups_per_cycle == 0  # one port per PE row
     assert PRESETS["adagp-like"].extensions_on == ("gradient_predictor",)
-
-
-@pytest.mark.parametrize(
-    "label", ["baseline", "mercury", "sparsetrain", "adagp", "mercury+sparsetrain"]
-)
-def test_for_techniques_switches_on_what_a_pipeline_run_gets(label: str) -> None:
-    from backend.experiments.expand import hardware_for
-
-    for preset in PRESETS.values():
-        techniques = techniques_of(label)
-        pipeline = hardware_for(preset.model_dump(), set(techniques))
-        assert preset.for_techniques(techniques).model_dump() == pipeline
 
 
 def test_results_say_which_extensions_were_on() -> None:

@@ -11,6 +11,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Dataflow = Literal["os", "ws", "is"]
+# How a convolution's windowed operands cross the DRAM interface (worker.sim.conv_traffic):
+# "im2col" moves the im2col matrices (SCALE-Sim's convention: every window copied), "tensor"
+# moves the real feature maps row by row and forms the windows on chip.
+ConvOperandTraffic = Literal["im2col", "tensor"]
 
 
 class _Spec(BaseModel):
@@ -71,6 +75,11 @@ class AcceleratorConfig(_Spec):
         8.0, gt=0, le=1 << 16, description="DRAM bandwidth in words per cycle"
     )
     word_bytes: int = Field(4, ge=1, le=8, description="bytes per operand word")
+    conv_operand_traffic: ConvOperandTraffic = Field(
+        "im2col",
+        description="convolution operands moved as im2col matrices (SCALE-Sim) or as the real "
+        "feature maps with windows formed on chip",
+    )
     clock_mhz: float = Field(500.0, gt=0, le=10_000, description="clock frequency in MHz")
     energy: EnergyTable = Field(default_factory=EnergyTable)
     mercury: MercuryHardware = Field(default_factory=MercuryHardware)
@@ -78,6 +87,14 @@ class AcceleratorConfig(_Spec):
     gradient_predictor: GradientPredictorUnit = Field(default_factory=GradientPredictorUnit)
 
 
+# Every preset forms convolution windows on chip (conv_operand_traffic="tensor"):
+# - edge: a small edge NPU keeps input rows in its convolution buffer and generates windows from
+#   there (NVDLA's CBUF is the public example); copying every window over a 4-word/cycle DRAM
+#   link would make it im2col-bound, which no such design accepts.
+# - eyeriss-like: row stationary; ifmap rows are multicast to the PE diagonals, each input row is
+#   read once per pass over the filters it meets.
+# - tpu-like: the data set-up unit builds the array's input windows from the unified buffer;
+#   DRAM holds the real activations.
 PRESETS: dict[str, AcceleratorConfig] = {
     "edge": AcceleratorConfig(
         name="edge",
@@ -89,6 +106,7 @@ PRESETS: dict[str, AcceleratorConfig] = {
         ofmap_sram_kib=16,
         dram_bandwidth=4.0,
         clock_mhz=200.0,
+        conv_operand_traffic="tensor",
     ),
     "tpu-like": AcceleratorConfig(
         name="tpu-like",
@@ -100,6 +118,7 @@ PRESETS: dict[str, AcceleratorConfig] = {
         ofmap_sram_kib=2048,
         dram_bandwidth=32.0,
         clock_mhz=700.0,
+        conv_operand_traffic="tensor",
     ),
     "eyeriss-like": AcceleratorConfig(
         name="eyeriss-like",
@@ -111,5 +130,6 @@ PRESETS: dict[str, AcceleratorConfig] = {
         ofmap_sram_kib=108,
         dram_bandwidth=4.0,
         clock_mhz=200.0,
+        conv_operand_traffic="tensor",
     ),
 }

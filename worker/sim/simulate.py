@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from backend.specs.accelerator import AcceleratorConfig
+from worker.sim.conv_traffic import im2col_layers, with_tensor_traffic
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import alu_cycles, count_extra_ops, mcache_cycles
 from worker.sim.memory import dram_traffic, stall_cycles
@@ -164,6 +165,12 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         m, k, n, mapping, rows, cols, df,
         word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
     )  # fmt: skip
+    tensor = np.asarray([a.conv_operand_traffic == "tensor" for a in accels]).reshape(-1, 1)
+    if tensor.any():
+        halves = {name: words // 2 for name, words in word_capacity.items()}
+        traffic = with_tensor_traffic(
+            traffic, workload.ops, tensor, on_array, df, rows, cols, halves
+        )
     stalls = np.where(on_array, stall_cycles(traffic, array_cycles, cfg["dram_bandwidth"]), 0)
 
     g = ops.groups
@@ -254,12 +261,27 @@ _CONFIG_FIELDS = (
 )
 
 
+def _notes(workload: Workload, accel: AcceleratorConfig) -> list[str]:
+    if accel.conv_operand_traffic != "tensor":
+        return []
+    layers = im2col_layers(workload.ops)
+    if not layers:
+        return []
+    return [
+        "im2col traffic convention for layers without convolution geometry (linear, attention, "
+        "dilated, or convolutions of a workload stored before geometry was recorded): "
+        + ", ".join(layers)
+    ]
+
+
 def _result(
     workload: Workload, accel: AcceleratorConfig, columns: dict[str, np.ndarray]
 ) -> SimulationResult:
     if not columns:
         columns = {name: np.zeros(0) for name in EnergyColumns.names() + _EMPTY_COLUMNS}
     return SimulationResult(
+        conv_operand_traffic=accel.conv_operand_traffic,
+        notes=_notes(workload, accel),
         accelerator=accel.name,
         model=workload.model,
         technique=workload.technique,

@@ -1,0 +1,413 @@
+"""DRAM traffic of a convolution's real tensors, for accelerators that form windows on chip.
+
+With `conv_operand_traffic = "tensor"` the im2col operands of a convolution's GEMMs are not
+moved as im2col matrices. Three operands change (the others, dY and the weights, are real tensors
+in the im2col convention already and keep worker.sim.memory's model):
+
+    pass        operand   im2col words           tensor: what moves
+    FWD         A         P x Cg*R*S windows      input rows (n, c, ih) read from DRAM
+    BWD-WEIGHT  B         P x Cg*R*S windows      input rows (n, c, ih) read from DRAM
+    BWD-DATA    C         P x Cg*R*S partials     dX rows (n, c, ih) accumulated on chip
+                                                  (col2im) and written in image space
+
+The unit of transfer is a ROW of a feature map: W words of one (image n, channel c, input row ih),
+as a row-stationary or line-buffered accelerator moves them. A fold needs the rows its windows
+touch: for output rows oh in [a, b] of an image and kernel rows r in [r0, r1] (dilation 1), input
+row ih is touched iff some oh in [a, b] has oh*stride - pad + r = ih for some r in [r0, r1], i.e.
+iff [ceil((ih + pad - r1) / stride), floor((ih + pad - r0) / stride)] meets [a, b] and
+[0, OH - 1]. Summing that indicator over the H input rows gives every count below in closed form
+per row; counts are summed over the folds with numpy.
+
+Folds run in SCALE-Sim's order (column folds outer, row folds inner). Each fold touches a set of
+rows, given by its tile of output positions (P = N*OH*OW, row-major) and its tile of window
+offsets (Cg*R*S, channel-major, then r, then s); a GEMM dimension that is not a window dimension
+(the Kg filters) only repeats the fold. Residency (per operand, per SRAM half of S words):
+
+- If all rows the GEMM touches fit in one half, each is moved once.
+- Otherwise a fold moves the rows it touches minus those of the previous fold, which the other
+  half still holds when they fit in a half (the halo between consecutive tiles, and a repeated
+  tile). Anything older has been overwritten and moves again.
+- Outputs (dX): a fold's rows stay on chip for the next fold under the same rule; a row leaving
+  the chip is written, and read back when a later fold updates it again. Rows no window touches
+  are zero and written once; the whole dX fits in the OFMAP half -> written once, never read.
+
+These are the same rules for reads of the input and for dX; tests/sim/test_conv_traffic.py checks
+the counts against a fold-by-fold loop over the real elements of the tensors.
+
+Open choices, stated: whole rows move (columns a tile does not need come along: a row is the
+transfer unit); a fold's own rows are assumed to fit its half while it runs; dilation > 1 is not
+modelled (such convolutions keep the im2col convention, and the simulation says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from worker.sim.memory import DramTraffic
+from worker.sim.systolic import IS, OS, WS, ceil_div
+from worker.sim.workload import ConvGeometry, GemmOp, TrainingPass
+
+POS, OFF, REP = "pos", "off", "rep"
+
+
+def supports_tensor_traffic(conv: ConvGeometry | None) -> bool:
+    return conv is not None and conv.dilation_h == 1 and conv.dilation_w == 1
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One group's feature-map geometry along the height axis (rows are W words)."""
+
+    batch: int
+    channels: int  # Cg
+    height: int
+    width: int
+    out_h: int
+    out_w: int
+    kernel_h: int
+    kernel_w: int
+    stride: int
+    pad: int
+
+    @property
+    def positions(self) -> int:
+        return self.batch * self.out_h * self.out_w
+
+    @property
+    def offsets(self) -> int:
+        return self.channels * self.kernel_h * self.kernel_w
+
+    def covered(self, a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+        """(K, H) indicator: input row ih is touched by output rows [a, b], kernel rows [r0, r1]."""
+        ih = np.arange(self.height)
+        shift = ih + self.pad
+        first = -((r1[:, None] - shift) // self.stride)  # ceil((ih + pad - r1) / stride)
+        last = (shift - r0[:, None]) // self.stride
+        lo = np.maximum(np.maximum(first, a[:, None]), 0)
+        hi = np.minimum(np.minimum(last, b[:, None]), self.out_h - 1)
+        return lo <= hi
+
+
+def _rows_geometry(conv: ConvGeometry) -> _Rows:
+    return _Rows(
+        batch=conv.batch,
+        channels=conv.in_channels // conv.groups,
+        height=conv.height,
+        width=conv.width,
+        out_h=conv.out_h,
+        out_w=conv.out_w,
+        kernel_h=conv.kernel_h,
+        kernel_w=conv.kernel_w,
+        stride=conv.stride_h,
+        pad=conv.pad_h,
+    )
+
+
+@dataclass(frozen=True)
+class _PositionTiles:
+    """Tiles of consecutive output positions: first image and output row, last image and row."""
+
+    n0: np.ndarray
+    a0: np.ndarray
+    n1: np.ndarray
+    b1: np.ndarray
+
+
+def _position_tiles(g: _Rows, tile: int | None) -> _PositionTiles:
+    if tile is None:  # one tile holding every position
+        one = np.zeros(1, dtype=np.int64)
+        return _PositionTiles(one, one, one + g.batch - 1, one + g.out_h - 1)
+    per_image = g.out_h * g.out_w
+    start = np.arange(0, g.positions, tile, dtype=np.int64)
+    last = np.minimum(start + tile, g.positions) - 1
+    return _PositionTiles(
+        start // per_image, (start % per_image) // g.out_w, last // per_image,
+        (last % per_image) // g.out_w,
+    )  # fmt: skip
+
+
+def _image_range(
+    tiles: _PositionTiles, idx: np.ndarray, image: np.ndarray, out_h: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Output rows [a, b] of `image` inside tile `idx` (the image must lie in the tile)."""
+    a = np.where(image == tiles.n0[idx], tiles.a0[idx], 0)
+    b = np.where(image == tiles.n1[idx], tiles.b1[idx], out_h - 1)
+    return a, b
+
+
+def _tile_rows(g: _Rows, tiles: _PositionTiles, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+    """Rows per channel touched by each position tile with kernel rows [r0, r1] (scalars)."""
+    k = len(tiles.n0)
+    rr0, rr1 = np.full(k, r0), np.full(k, r1)
+    one_image = tiles.n0 == tiles.n1
+    head = g.covered(tiles.a0, np.where(one_image, tiles.b1, g.out_h - 1), rr0, rr1).sum(1)
+    tail = g.covered(np.zeros(k, np.int64), tiles.b1, rr0, rr1).sum(1)
+    full = g.covered(np.zeros(1, np.int64), np.full(1, g.out_h - 1), rr0[:1], rr1[:1]).sum()
+    middle = np.maximum(tiles.n1 - tiles.n0 - 1, 0)
+    return np.where(one_image, head, head + tail + middle * full)
+
+
+def _pair_rows(
+    g: _Rows,
+    tiles: _PositionTiles,
+    i_prev: np.ndarray,
+    r_prev: tuple[np.ndarray, np.ndarray],
+    i_next: np.ndarray,
+    r_next: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """Rows per channel touched by both (tile i_prev, kernel rows r_prev) and (i_next, r_next)."""
+    first = np.maximum(tiles.n0[i_prev], tiles.n0[i_next])
+    last = np.minimum(tiles.n1[i_prev], tiles.n1[i_next])
+    shared = last >= first
+
+    def both(image: np.ndarray) -> np.ndarray:
+        a, b = _image_range(tiles, i_prev, image, g.out_h)
+        c, d = _image_range(tiles, i_next, image, g.out_h)
+        return (g.covered(a, b, *r_prev) & g.covered(c, d, *r_next)).sum(1)
+
+    ends = both(first) + np.where(last > first, both(last), 0)
+    zeros = np.zeros_like(first)
+    whole = (
+        g.covered(zeros, zeros + g.out_h - 1, *r_prev)
+        & g.covered(zeros, zeros + g.out_h - 1, *r_next)
+    ).sum(1)
+    middle = np.maximum(last - first - 1, 0)
+    return np.where(shared, ends + middle * whole, 0)
+
+
+@dataclass(frozen=True)
+class _OffsetTiles:
+    """Tiles of consecutive window offsets (c, r, s): each channel's kernel rows inside a tile.
+
+    `pieces` lists (tile, channel, r0, r1) for every channel a tile touches, in order."""
+
+    count: int
+    tile: np.ndarray
+    channel: np.ndarray
+    r0: np.ndarray
+    r1: np.ndarray
+
+
+def _offset_tiles(g: _Rows, tile: int | None) -> _OffsetTiles:
+    block = g.kernel_h * g.kernel_w
+    total = g.offsets
+    step = total if tile is None else tile
+    cuts = np.union1d(np.arange(0, total, block), np.arange(0, total, step))
+    ends = np.append(cuts[1:], total)
+    channel = cuts // block
+    return _OffsetTiles(
+        count=int(ceil_div(total, step)),
+        tile=cuts // step,
+        channel=channel,
+        r0=(cuts - channel * block) // g.kernel_w,
+        r1=(ends - 1 - channel * block) // g.kernel_w,
+    )
+
+
+@dataclass(frozen=True)
+class FoldRows:
+    """Per fold (SCALE-Sim order): rows touched, and rows shared with the previous fold."""
+
+    rows: np.ndarray
+    shared_with_previous: np.ndarray  # [0] is 0
+    touched: int  # distinct rows over all folds
+    image_rows: int  # every row of the tensor (N * Cg * H)
+    row_words: int
+
+
+def _fold_order(
+    operand: TrainingPass, dataflow: int, rows: int, cols: int, filters: int
+) -> tuple[tuple[str, int], tuple[str, int]]:
+    """(outer, inner) fold dimensions: (POS|OFF, tile size) or (REP, repeats)."""
+    row_reps, col_reps = int(ceil_div(filters, rows)), int(ceil_div(filters, cols))
+    orders = {
+        (TrainingPass.FWD, OS): ((REP, col_reps), (POS, rows)),
+        (TrainingPass.FWD, WS): ((REP, col_reps), (OFF, rows)),
+        (TrainingPass.FWD, IS): ((POS, cols), (OFF, rows)),
+        (TrainingPass.BWD_WEIGHT, OS): ((OFF, cols), (REP, row_reps)),
+        (TrainingPass.BWD_WEIGHT, WS): ((OFF, cols), (POS, rows)),
+        (TrainingPass.BWD_WEIGHT, IS): ((REP, col_reps), (POS, rows)),
+        (TrainingPass.BWD_DATA, OS): ((OFF, cols), (POS, rows)),
+        (TrainingPass.BWD_DATA, WS): ((OFF, cols), (REP, row_reps)),
+        (TrainingPass.BWD_DATA, IS): ((POS, cols), (REP, row_reps)),
+    }
+    return orders[(operand, dataflow)]
+
+
+@lru_cache(maxsize=512)
+def fold_rows(
+    conv: ConvGeometry, pass_: TrainingPass, dataflow: int, rows: int, cols: int
+) -> FoldRows:
+    """The rows of the pass's im2col operand (FWD A, BWD-WEIGHT B, BWD-DATA C) fold by fold."""
+    g = _rows_geometry(conv)
+    outer, inner = _fold_order(pass_, dataflow, rows, cols, conv.out_channels // conv.groups)
+    dims = dict([outer, inner])
+    pos = _position_tiles(g, dims.get(POS))
+    off = _offset_tiles(g, dims.get(OFF))
+    n_pos, n_off = len(pos.n0), off.count
+
+    # Rows of every (position tile, offset tile): sum over the offset tile's channel pieces.
+    ranges, piece_range = np.unique(np.stack([off.r0, off.r1], 1), axis=0, return_inverse=True)
+    piece_range = piece_range.ravel()
+    per_range = np.stack([_tile_rows(g, pos, a, b) for a, b in ranges])  # (ranges, n_pos)
+    mix = np.zeros((n_off, len(ranges)), dtype=np.int64)
+    np.add.at(mix, (off.tile, piece_range), 1)
+    size = (mix @ per_range).T  # (n_pos, n_off)
+
+    # The folds in order, as (position tile, offset tile) indices.
+    counts = {POS: n_pos, OFF: n_off, REP: inner[1] if inner[0] == REP else outer[1]}
+    o_idx, i_idx = np.meshgrid(
+        np.arange(counts[outer[0]]), np.arange(counts[inner[0]]), indexing="ij"
+    )
+    o_idx, i_idx = o_idx.ravel(), i_idx.ravel()
+
+    def index(kind: str) -> np.ndarray:
+        if outer[0] == kind:
+            return o_idx
+        if inner[0] == kind:
+            return i_idx
+        return np.zeros_like(o_idx)
+
+    p_idx, q_idx = index(POS), index(OFF)
+    fold_size = size[p_idx, q_idx]
+    shared = np.zeros_like(fold_size)
+    if len(fold_size) > 1:
+        shared[1:] = _shared_rows(g, pos, off, mix, ranges, p_idx, q_idx)
+    full = np.array([0]), np.array([g.kernel_h - 1])
+    touched = int(_tile_rows(g, _position_tiles(g, None), *full)[0]) * g.channels
+    return FoldRows(
+        rows=fold_size,
+        shared_with_previous=shared,
+        touched=touched,
+        image_rows=g.batch * g.channels * g.height,
+        row_words=g.width,
+    )
+
+
+def _shared_rows(
+    g: _Rows,
+    pos: _PositionTiles,
+    off: _OffsetTiles,
+    mix: np.ndarray,
+    ranges: np.ndarray,
+    p_idx: np.ndarray,
+    q_idx: np.ndarray,
+) -> np.ndarray:
+    """Rows each fold shares with the fold before it."""
+    p_prev, p_next, q_prev, q_next = p_idx[:-1], p_idx[1:], q_idx[:-1], q_idx[1:]
+    shared = np.zeros(len(p_next), dtype=np.int64)
+
+    # Same offset tile: every channel piece of the tile, with its own kernel rows.
+    same = q_prev == q_next
+    if same.any():
+        pairs, inverse = np.unique(
+            np.stack([p_prev[same], p_next[same]], 1), axis=0, return_inverse=True
+        )
+        per_pair = np.zeros((len(pairs), len(ranges)), dtype=np.int64)
+        for r, (a, b) in enumerate(ranges):
+            ra, rb = np.full(len(pairs), a), np.full(len(pairs), b)
+            per_pair[:, r] = _pair_rows(g, pos, pairs[:, 0], (ra, rb), pairs[:, 1], (ra, rb))
+        shared[same] = (per_pair[inverse.ravel()] * mix[q_next[same]]).sum(1)
+
+    # Different offset tiles share at most one channel (tiles are disjoint runs of offsets).
+    differ = ~same
+    if differ.any():
+        pairs, inverse = np.unique(
+            np.stack([q_prev[differ], q_next[differ]], 1), axis=0, return_inverse=True
+        )
+        inverse = inverse.ravel()
+        where = np.flatnonzero(differ)
+        for j, (qa, qb) in enumerate(pairs):
+            in_a = np.flatnonzero(off.tile == qa)
+            in_b = np.flatnonzero(off.tile == qb)
+            common = np.intersect1d(off.channel[in_a], off.channel[in_b])
+            if not len(common):
+                continue
+            a = in_a[off.channel[in_a] == common[0]][0]
+            b = in_b[off.channel[in_b] == common[0]][0]
+            f = where[inverse == j]
+            k = len(f)
+            shared[f] = _pair_rows(
+                g, pos, p_prev[f], (np.full(k, off.r0[a]), np.full(k, off.r1[a])),
+                p_next[f], (np.full(k, off.r0[b]), np.full(k, off.r1[b])),
+            )  # fmt: skip
+    return shared
+
+
+def input_reads(folds: FoldRows, half_words: float) -> float:
+    """Words of input rows read from DRAM for one group."""
+    w = folds.row_words
+    if folds.touched * w <= half_words:
+        return float(folds.touched * w)
+    held = folds.rows[:-1] * w <= half_words
+    refetched = folds.rows.sum() - (folds.shared_with_previous[1:] * held).sum()
+    return float(refetched * w)
+
+
+def output_traffic(folds: FoldRows, half_words: float) -> tuple[float, float]:
+    """(writes, reads) of dX in image space for one group."""
+    w = folds.row_words
+    if folds.image_rows * w <= half_words:
+        return float(folds.image_rows * w), 0.0
+    held = folds.rows[:-1] * w <= half_words
+    written = folds.rows.sum() - (folds.shared_with_previous[1:] * held).sum()
+    untouched = folds.image_rows - folds.touched
+    return float((written + untouched) * w), float((written - folds.touched) * w)
+
+
+def with_tensor_traffic(
+    traffic: DramTraffic,
+    ops: list[GemmOp],
+    tensor: np.ndarray,
+    on_array: np.ndarray,
+    df: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    half_words: dict[str, np.ndarray],
+) -> DramTraffic:
+    """`traffic` (configs x GEMMs, im2col convention) with the real-tensor counts put in for the
+    configs flagged in `tensor` and the GEMMs that carry a supported convolution geometry."""
+    shape = on_array.shape
+
+    def writable(values: np.ndarray) -> np.ndarray:
+        return np.array(np.broadcast_to(values, shape), dtype=np.float64)
+
+    ifmap, filt = writable(traffic.ifmap_reads), writable(traffic.filter_reads)
+    ofmap_reads, ofmap_writes = writable(traffic.ofmap_reads), writable(traffic.ofmap_writes)
+    configs = np.flatnonzero(tensor.reshape(-1))
+    for i, op in enumerate(ops):
+        if not supports_tensor_traffic(op.conv):
+            continue
+        for p in configs:
+            if not on_array[p, i]:
+                continue
+            folds = fold_rows(op.conv, op.pass_, int(df[p, 0]), int(rows[p, 0]), int(cols[p, 0]))
+            if op.pass_ is TrainingPass.FWD:
+                ifmap[p, i] = input_reads(folds, float(half_words["ifmap"][p, 0]))
+            elif op.pass_ is TrainingPass.BWD_WEIGHT:
+                filt[p, i] = input_reads(folds, float(half_words["filter"][p, 0]))
+            else:
+                ofmap_writes[p, i], ofmap_reads[p, i] = output_traffic(
+                    folds, float(half_words["ofmap"][p, 0])
+                )
+    return DramTraffic(
+        ifmap_reads=ifmap,
+        filter_reads=filt,
+        ofmap_reads=ofmap_reads,
+        ofmap_writes=ofmap_writes,
+        first_fold_words=traffic.first_fold_words,
+    )
+
+
+def im2col_layers(ops: list[GemmOp]) -> list[str]:
+    """Layers whose GEMMs keep the im2col convention under "tensor" traffic: no convolution
+    geometry (linear layers, attention, workloads stored before geometry was recorded) or a
+    dilated convolution."""
+    names: list[str] = []
+    for op in ops:
+        if not supports_tensor_traffic(op.conv) and op.layer not in names:
+            names.append(op.layer)
+    return names

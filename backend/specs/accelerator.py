@@ -59,6 +59,27 @@ class GradientPredictorUnit(_Spec):
     macs_per_cycle: int = Field(256, ge=1, le=1 << 20, description="predictor unit throughput")
 
 
+StorageFormat = Literal["dense", "bitmap", "compressed"]
+
+
+class OperandStorage(_Spec):
+    """How each kind of tensor is stored in SRAM and DRAM, so traffic follows its density.
+
+    Words per element of a tensor with non-zero fraction d, for w = 8 * word_bytes bits a word:
+    dense 1; bitmap d + 1 / w (the non-zero values plus one presence bit per element);
+    compressed d * (1 + index_bits / w) (each non-zero value with its index).
+    Kinds, by GEMM operand (worker.sim.lowering): activations = FWD A and C, BWD-WEIGHT B;
+    gradients = BWD-DATA and BWD-WEIGHT A and C; weights = FWD and BWD-DATA B.
+    """
+
+    activations: StorageFormat = Field("dense", description="inputs and outputs of layers")
+    gradients: StorageFormat = Field("dense", description="output, input and weight gradients")
+    weights: StorageFormat = Field("dense", description="layer weights")
+    index_bits: int = Field(
+        16, ge=1, le=64, description="bits of the index stored with each non-zero (compressed)"
+    )
+
+
 class AcceleratorConfig(_Spec):
     """One accelerator design point."""
 
@@ -81,6 +102,7 @@ class AcceleratorConfig(_Spec):
         "feature maps with windows formed on chip",
     )
     clock_mhz: float = Field(500.0, gt=0, le=10_000, description="clock frequency in MHz")
+    storage: OperandStorage = Field(default_factory=OperandStorage)
     energy: EnergyTable = Field(default_factory=EnergyTable)
     mercury: MercuryHardware = Field(default_factory=MercuryHardware)
     zero_skipping: ZeroSkipping = Field(default_factory=ZeroSkipping)

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from backend.specs.accelerator import AcceleratorConfig
 from worker.sim.systolic import IS, OS, WS, ArrayMapping
+from worker.sim.workload import GemmOp, TrainingPass
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,19 @@ class DramTraffic:
     @property
     def words(self) -> np.ndarray:
         return self.reads + self.ofmap_writes
+
+    def stored(self, per_element: dict[str, np.ndarray]) -> DramTraffic:
+        """The traffic with each operand moved in its storage format (words per element, see
+        stored_words_per_element). Spilled partial sums move dense; C's final write, its
+        stored format."""
+        final_writes = self.ofmap_writes - self.ofmap_reads
+        return DramTraffic(
+            ifmap_reads=self.ifmap_reads * per_element["ifmap"],
+            filter_reads=self.filter_reads * per_element["filter"],
+            ofmap_reads=self.ofmap_reads,
+            ofmap_writes=final_writes * per_element["ofmap"] + self.ofmap_reads,
+            first_fold_words=self.first_fold_words,
+        )
 
 
 def dram_traffic(
@@ -100,3 +115,44 @@ def stall_cycles(
     words = traffic.words
     prologue = np.ceil(np.minimum(traffic.first_fold_words, words) / bandwidth)
     return np.maximum(prologue, np.ceil(words / bandwidth) - compute_cycles)
+
+
+_FORMAT_CODES = {"dense": 0, "bitmap": 1, "compressed": 2}
+# Which kind of tensor each operand of each pass holds (worker.sim.lowering).
+_OPERAND_KINDS = {
+    TrainingPass.FWD: ("activations", "weights", "activations"),
+    TrainingPass.BWD_DATA: ("gradients", "weights", "gradients"),
+    TrainingPass.BWD_WEIGHT: ("gradients", "activations", "gradients"),
+}
+
+
+def stored_words_per_element(
+    accels: list[AcceleratorConfig], ops: list[GemmOp]
+) -> dict[str, np.ndarray] | None:
+    """(configs x GEMMs) words per element of A ("ifmap"), B ("filter") and C ("ofmap") in each
+    accelerator's storage format, at the GEMM's measured densities; None when every accelerator
+    stores everything dense (one word per element)."""
+    kinds = ("activations", "gradients", "weights")
+    codes = np.asarray(
+        [[_FORMAT_CODES[getattr(a.storage, kind)] for kind in kinds] for a in accels]
+    )  # (configs, kinds)
+    if not codes.any():
+        return None
+    word_bits = np.asarray([8.0 * a.word_bytes for a in accels]).reshape(-1, 1)
+    index_bits = np.asarray([float(a.storage.index_bits) for a in accels]).reshape(-1, 1)
+    densities = [
+        [op.density_a for op in ops],
+        [op.density_b for op in ops],
+        [op.density_c for op in ops],
+    ]
+    out = {}
+    for slot, name in enumerate(("ifmap", "filter", "ofmap")):
+        kind = np.asarray([kinds.index(_OPERAND_KINDS[op.pass_][slot]) for op in ops])
+        fmt = codes[:, kind]  # (configs, GEMMs)
+        d = np.asarray(densities[slot], dtype=np.float64).reshape(1, -1)
+        out[name] = np.where(
+            fmt == 0,
+            1.0,
+            np.where(fmt == 1, d + 1.0 / word_bits, d * (1.0 + index_bits / word_bits)),
+        )
+    return out

@@ -18,6 +18,9 @@ Per execution of one GEMM (all `groups` run back to back):
   (so ADA-GP's skipped executions are skipped MACs); actual = the MACs done; skipped =
   algorithmic - actual; overhead = the MACs of overhead GEMMs. Extra ops are not MACs.
 - SRAM: the array's requests (SCALE-Sim's counts) plus the DRAM fills and drains of each operand.
+- Storage (worker.sim.memory.stored_words_per_element): an accelerator that stores a kind of
+  tensor as a bitmap or compressed moves, per element, its measured density plus metadata in
+  words, in DRAM and in the array's SRAM reads; stalls follow the smaller traffic.
 - Energy (worker.sim.energy) = counts x the accelerator's energy table.
 """
 
@@ -31,7 +34,7 @@ from backend.specs.accelerator import AcceleratorConfig
 from worker.sim.conv_traffic import im2col_layers, with_tensor_traffic
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import alu_cycles, count_extra_ops, mcache_cycles
-from worker.sim.memory import dram_traffic, stall_cycles
+from worker.sim.memory import dram_traffic, stall_cycles, stored_words_per_element
 from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
 from worker.sim.systolic import DATAFLOW_CODES, dense_compute, map_gemm
 from worker.sim.workload import GemmOp, Workload
@@ -171,6 +174,9 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         traffic = with_tensor_traffic(
             traffic, workload.ops, tensor, on_array, df, rows, cols, halves
         )
+    per_element = stored_words_per_element(accels, workload.ops)
+    if per_element is not None:
+        traffic = traffic.stored(per_element)
     stalls = np.where(on_array, stall_cycles(traffic, array_cycles, cfg["dram_bandwidth"]), 0)
 
     g = ops.groups
@@ -196,6 +202,9 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         "ofmap": np.where(on_array, dense.ofmap_writes * g, np.where(on_predictor, c_words, 0))
         + dram_reads["ofmap"],
     }
+    if per_element is not None:  # the array reads A and B in their stored format
+        sram_reads["ifmap"] = sram_reads["ifmap"] * per_element["ifmap"]
+        sram_reads["filter"] = sram_reads["filter"] * per_element["filter"]
     for name in OPERANDS:
         sram_reads[name] = np.where(runs, sram_reads[name], 0)
         sram_writes[name] = np.where(runs, sram_writes[name], 0)

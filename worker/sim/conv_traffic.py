@@ -36,7 +36,10 @@ the counts against a fold-by-fold loop over the real elements of the tensors.
 
 Open choices, stated: whole rows move (columns a tile does not need come along: a row is the
 transfer unit); a fold's own rows are assumed to fit its half while it runs; dilation > 1 is not
-modelled (such convolutions keep the im2col convention, and the simulation says so).
+modelled (such convolutions keep the im2col convention, and the simulation says so). Whole rows
+cost more than the windows when tiles are few positions wide and the rows long (small
+input-stationary arrays): there, per operand and layer, the accelerator moves the windows
+instead (the smaller of the two counts is taken, as a compiler choosing its transfer would).
 """
 
 from __future__ import annotations
@@ -386,13 +389,15 @@ def with_tensor_traffic(
                 continue
             folds = fold_rows(op.conv, op.pass_, int(df[p, 0]), int(rows[p, 0]), int(cols[p, 0]))
             if op.pass_ is TrainingPass.FWD:
-                ifmap[p, i] = input_reads(folds, float(half_words["ifmap"][p, 0]))
+                rows_read = input_reads(folds, float(half_words["ifmap"][p, 0]))
+                ifmap[p, i] = min(ifmap[p, i], rows_read)
             elif op.pass_ is TrainingPass.BWD_WEIGHT:
-                filt[p, i] = input_reads(folds, float(half_words["filter"][p, 0]))
+                rows_read = input_reads(folds, float(half_words["filter"][p, 0]))
+                filt[p, i] = min(filt[p, i], rows_read)
             else:
-                ofmap_writes[p, i], ofmap_reads[p, i] = output_traffic(
-                    folds, float(half_words["ofmap"][p, 0])
-                )
+                writes, reads = output_traffic(folds, float(half_words["ofmap"][p, 0]))
+                if writes + reads < ofmap_writes[p, i] + ofmap_reads[p, i]:
+                    ofmap_writes[p, i], ofmap_reads[p, i] = writes, reads
     return DramTraffic(
         ifmap_reads=ifmap,
         filter_reads=filt,

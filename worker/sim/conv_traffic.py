@@ -83,15 +83,36 @@ class _Rows:
     def offsets(self) -> int:
         return self.channels * self.kernel_h * self.kernel_w
 
-    def covered(self, a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+    def covered(self, a: np.ndarray, b: np.ndarray, r0: int, r1: int) -> np.ndarray:
         """(K, H) indicator: input row ih is touched by output rows [a, b], kernel rows [r0, r1]."""
-        ih = np.arange(self.height)
-        shift = ih + self.pad
-        first = -((r1[:, None] - shift) // self.stride)  # ceil((ih + pad - r1) / stride)
-        last = (shift - r0[:, None]) // self.stride
-        lo = np.maximum(np.maximum(first, a[:, None]), 0)
-        hi = np.minimum(np.minimum(last, b[:, None]), self.out_h - 1)
+        shift = np.arange(self.height) + self.pad
+        first = -((r1 - shift) // self.stride)  # ceil((ih + pad - r1) / stride)
+        last = (shift - r0) // self.stride
+        lo = np.maximum(np.maximum(first, 0), a[:, None])
+        hi = np.minimum(np.minimum(last, self.out_h - 1), b[:, None])
         return lo <= hi
+
+    def rows(self, a: np.ndarray, b: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        """Input rows touched by output rows [a, b] with kernel rows [r0, r1], per element."""
+        keys, inverse = np.unique(a * self.out_h + b, return_inverse=True)
+        counts = self.covered(keys // self.out_h, keys % self.out_h, r0, r1).sum(1)
+        return counts[inverse.ravel()]
+
+    def rows_both(
+        self,
+        a: np.ndarray,
+        b: np.ndarray,
+        r_first: tuple[int, int],
+        c: np.ndarray,
+        d: np.ndarray,
+        r_second: tuple[int, int],
+    ) -> np.ndarray:
+        """Input rows touched both by ([a, b], r_first) and by ([c, d], r_second)."""
+        h = self.out_h
+        keys, inverse = np.unique(((a * h + b) * h + c) * h + d, return_inverse=True)
+        ab, cd = keys // (h * h), keys % (h * h)
+        both = self.covered(ab // h, ab % h, *r_first) & self.covered(cd // h, cd % h, *r_second)
+        return both.sum(1)[inverse.ravel()]
 
 
 def _rows_geometry(conv: ConvGeometry) -> _Rows:
@@ -141,14 +162,12 @@ def _image_range(
     return a, b
 
 
-def _tile_rows(g: _Rows, tiles: _PositionTiles, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
-    """Rows per channel touched by each position tile with kernel rows [r0, r1] (scalars)."""
-    k = len(tiles.n0)
-    rr0, rr1 = np.full(k, r0), np.full(k, r1)
+def _tile_rows(g: _Rows, tiles: _PositionTiles, r0: int, r1: int) -> np.ndarray:
+    """Rows per channel touched by each position tile with kernel rows [r0, r1]."""
     one_image = tiles.n0 == tiles.n1
-    head = g.covered(tiles.a0, np.where(one_image, tiles.b1, g.out_h - 1), rr0, rr1).sum(1)
-    tail = g.covered(np.zeros(k, np.int64), tiles.b1, rr0, rr1).sum(1)
-    full = g.covered(np.zeros(1, np.int64), np.full(1, g.out_h - 1), rr0[:1], rr1[:1]).sum()
+    head = g.rows(tiles.a0, np.where(one_image, tiles.b1, g.out_h - 1), r0, r1)
+    tail = g.rows(np.zeros_like(tiles.b1), tiles.b1, r0, r1)
+    full = g.rows(np.zeros(1, np.int64), np.full(1, g.out_h - 1), r0, r1)[0]
     middle = np.maximum(tiles.n1 - tiles.n0 - 1, 0)
     return np.where(one_image, head, head + tail + middle * full)
 
@@ -157,9 +176,9 @@ def _pair_rows(
     g: _Rows,
     tiles: _PositionTiles,
     i_prev: np.ndarray,
-    r_prev: tuple[np.ndarray, np.ndarray],
+    r_prev: tuple[int, int],
     i_next: np.ndarray,
-    r_next: tuple[np.ndarray, np.ndarray],
+    r_next: tuple[int, int],
 ) -> np.ndarray:
     """Rows per channel touched by both (tile i_prev, kernel rows r_prev) and (i_next, r_next)."""
     first = np.maximum(tiles.n0[i_prev], tiles.n0[i_next])
@@ -169,14 +188,11 @@ def _pair_rows(
     def both(image: np.ndarray) -> np.ndarray:
         a, b = _image_range(tiles, i_prev, image, g.out_h)
         c, d = _image_range(tiles, i_next, image, g.out_h)
-        return (g.covered(a, b, *r_prev) & g.covered(c, d, *r_next)).sum(1)
+        return g.rows_both(a, b, r_prev, c, d, r_next)
 
     ends = both(first) + np.where(last > first, both(last), 0)
-    zeros = np.zeros_like(first)
-    whole = (
-        g.covered(zeros, zeros + g.out_h - 1, *r_prev)
-        & g.covered(zeros, zeros + g.out_h - 1, *r_next)
-    ).sum(1)
+    zero, end = np.zeros(1, np.int64), np.full(1, g.out_h - 1)
+    whole = g.rows_both(zero, end, r_prev, zero, end, r_next)[0]
     middle = np.maximum(last - first - 1, 0)
     return np.where(shared, ends + middle * whole, 0)
 
@@ -255,7 +271,7 @@ def fold_rows(
     # Rows of every (position tile, offset tile): sum over the offset tile's channel pieces.
     ranges, piece_range = np.unique(np.stack([off.r0, off.r1], 1), axis=0, return_inverse=True)
     piece_range = piece_range.ravel()
-    per_range = np.stack([_tile_rows(g, pos, a, b) for a, b in ranges])  # (ranges, n_pos)
+    per_range = np.stack([_tile_rows(g, pos, int(a), int(b)) for a, b in ranges])  # (ranges, n_pos)
     mix = np.zeros((n_off, len(ranges)), dtype=np.int64)
     np.add.at(mix, (off.tile, piece_range), 1)
     size = (mix @ per_range).T  # (n_pos, n_off)
@@ -279,8 +295,8 @@ def fold_rows(
     shared = np.zeros_like(fold_size)
     if len(fold_size) > 1:
         shared[1:] = _shared_rows(g, pos, off, mix, ranges, p_idx, q_idx)
-    full = np.array([0]), np.array([g.kernel_h - 1])
-    touched = int(_tile_rows(g, _position_tiles(g, None), *full)[0]) * g.channels
+    everything = _tile_rows(g, _position_tiles(g, None), 0, g.kernel_h - 1)
+    touched = int(everything[0]) * g.channels
     return FoldRows(
         rows=fold_size,
         shared_with_previous=shared,
@@ -306,36 +322,38 @@ def _shared_rows(
     # Same offset tile: every channel piece of the tile, with its own kernel rows.
     same = q_prev == q_next
     if same.any():
-        pairs, inverse = np.unique(
-            np.stack([p_prev[same], p_next[same]], 1), axis=0, return_inverse=True
-        )
+        n_pos = len(pos.n0)
+        keys, inverse = np.unique(p_prev[same] * n_pos + p_next[same], return_inverse=True)
+        pairs = np.stack([keys // n_pos, keys % n_pos], 1)
         per_pair = np.zeros((len(pairs), len(ranges)), dtype=np.int64)
         for r, (a, b) in enumerate(ranges):
-            ra, rb = np.full(len(pairs), a), np.full(len(pairs), b)
-            per_pair[:, r] = _pair_rows(g, pos, pairs[:, 0], (ra, rb), pairs[:, 1], (ra, rb))
+            kernel_rows = int(a), int(b)
+            per_pair[:, r] = _pair_rows(g, pos, pairs[:, 0], kernel_rows, pairs[:, 1], kernel_rows)
         shared[same] = (per_pair[inverse.ravel()] * mix[q_next[same]]).sum(1)
 
-    # Different offset tiles share at most one channel (tiles are disjoint runs of offsets).
-    differ = ~same
-    if differ.any():
-        pairs, inverse = np.unique(
-            np.stack([q_prev[differ], q_next[differ]], 1), axis=0, return_inverse=True
-        )
-        inverse = inverse.ravel()
-        where = np.flatnonzero(differ)
-        for j, (qa, qb) in enumerate(pairs):
-            in_a = np.flatnonzero(off.tile == qa)
-            in_b = np.flatnonzero(off.tile == qb)
-            common = np.intersect1d(off.channel[in_a], off.channel[in_b])
-            if not len(common):
-                continue
-            a = in_a[off.channel[in_a] == common[0]][0]
-            b = in_b[off.channel[in_b] == common[0]][0]
-            f = where[inverse == j]
-            k = len(f)
-            shared[f] = _pair_rows(
-                g, pos, p_prev[f], (np.full(k, off.r0[a]), np.full(k, off.r1[a])),
-                p_next[f], (np.full(k, off.r0[b]), np.full(k, off.r1[b])),
+    # Different offset tiles share at most one channel (tiles are disjoint runs of offsets, and a
+    # tile holds one piece per channel): the larger of their first channels, if both hold it.
+    differ = np.flatnonzero(~same)
+    if len(differ):
+        first_piece = np.searchsorted(off.tile, np.arange(off.count))
+        last_piece = np.searchsorted(off.tile, np.arange(off.count), side="right") - 1
+        qa, qb = q_prev[differ], q_next[differ]
+        ca, cb = off.channel[first_piece[qa]], off.channel[first_piece[qb]]
+        channel = np.maximum(ca, cb)
+        common = channel <= np.minimum(off.channel[last_piece[qa]], off.channel[last_piece[qb]])
+        last = len(off.r0) - 1  # (clipped where the tiles share no channel; those are unused)
+        piece_a = np.minimum(first_piece[qa] + channel - ca, last)
+        piece_b = np.minimum(first_piece[qb] + channel - cb, last)
+        k = g.kernel_h
+        combo = ((off.r0[piece_a] * k + off.r1[piece_a]) * k + off.r0[piece_b]) * k + off.r1[
+            piece_b
+        ]
+        for key in np.unique(combo[common]):
+            f = np.flatnonzero(common & (combo == key))
+            r0a, r1a, r0b, r1b = key // k**3, key // k**2 % k, key // k % k, key % k
+            shared[differ[f]] = _pair_rows(
+                g, pos, p_prev[differ[f]], (int(r0a), int(r1a)),
+                p_next[differ[f]], (int(r0b), int(r1b)),
             )  # fmt: skip
     return shared
 

@@ -299,7 +299,11 @@ def simulate(
     from worker.sim.report import layer_table
     from worker.training import dense_workload
 
-    console.print(layer_table(run_simulation(dense_workload(config), PRESETS[accel])))
+    result = run_simulation(dense_workload(config), PRESETS[accel])
+    console.print(layer_table(result))
+    console.print(f"convolution operand traffic: {result.conv_operand_traffic}")
+    for note in result.notes:
+        console.print(f"note: {note}")
 
 
 user_app = typer.Typer(help="Accounts: create users (the first admin among them).")

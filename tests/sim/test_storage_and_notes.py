@@ -75,9 +75,16 @@ def test_convolutions_without_geometry_keep_im2col_and_the_run_says_so() -> None
     im2col = accel.model_copy(update={"conv_operand_traffic": "im2col"})
     stored_before_geometry = simulate(_conv_workload(1.0, geometry=False), accel)
     with_geometry = simulate(_conv_workload(1.0), accel)
-    assert stored_before_geometry.notes and "conv" in stored_before_geometry.notes[0]
+    assert stored_before_geometry.notes and "geometry" in stored_before_geometry.notes[0]
     assert not with_geometry.notes
     assert stored_before_geometry.to_dict()["notes"] == stored_before_geometry.notes
     as_im2col = simulate(_conv_workload(1.0), im2col)
     assert stored_before_geometry.totals.dram_reads == as_im2col.totals.dram_reads
     assert with_geometry.totals.dram_reads < as_im2col.totals.dram_reads
+
+
+def test_dilated_convolutions_keep_im2col_and_are_named() -> None:
+    ops = lower_conv2d("atrous", 2, 4, 4, 12, 12, 3, 1, padding=2, dilation=2)
+    ops += lower_conv2d("plain", 2, 4, 4, 12, 12, 3, 1, padding=1)
+    result = simulate(Workload("m", "d", 2, 1, ops), PRESETS["edge"])
+    assert result.notes == ["dilated convolutions moved im2col matrices: atrous"]

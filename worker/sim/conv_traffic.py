@@ -425,12 +425,18 @@ def with_tensor_traffic(
     )
 
 
-def im2col_layers(ops: list[GemmOp]) -> list[str]:
-    """Layers whose GEMMs keep the im2col convention under "tensor" traffic: no convolution
-    geometry (linear layers, attention, workloads stored before geometry was recorded) or a
-    dilated convolution."""
-    names: list[str] = []
-    for op in ops:
-        if not supports_tensor_traffic(op.conv) and op.layer not in names:
-            names.append(op.layer)
-    return names
+def tensor_traffic_notes(ops: list[GemmOp]) -> list[str]:
+    """What a simulation under "tensor" traffic must say about GEMMs that keep the im2col
+    convention: a workload none of whose GEMMs carries convolution geometry (stored before
+    geometry was recorded, or without convolutions: linear layers and attention move the same
+    words either way), and dilated convolutions."""
+    notes = []
+    if ops and all(op.conv is None for op in ops):
+        notes.append(
+            "no GEMM of this workload carries convolution geometry (stored before it was "
+            "recorded, or no convolutions): any convolution moved im2col matrices"
+        )
+    dilated = sorted({op.layer for op in ops if op.conv and not supports_tensor_traffic(op.conv)})
+    if dilated:
+        notes.append("dilated convolutions moved im2col matrices: " + ", ".join(dilated))
+    return notes

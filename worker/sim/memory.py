@@ -43,8 +43,8 @@ and stalls differ systematically, for these reasons:
 1. Re-fetching: SCALE-Sim's read buffers prefetch each operand's address trace in order through
    an active/prefetch window and keep nothing beyond it, so an operand that is read again (A once
    per column fold, os's B once per row fold) comes from DRAM again unless the whole trace fits
-   the window. On GEMMs it reads far more: e.g. 64x512x128 on a 16x16 os array with 32/32/16 KB
-   SRAMs, 524,480 ifmap and 1,442,320 filter words against our 147,456 and 65,536. We keep what
+   the window. On GEMMs it reads far more: e.g. 128x288x32 on a 16x16 ws array with 64 KB
+   SRAMs, 360,470 ifmap words against our 40,960 (A is 36,864 words, swept twice). We keep what
    fits one SRAM half resident across sweeps and re-read only the rest.
 2. Weight-stationary partial sums: SCALE-Sim writes the ofmap to DRAM after every row (k) fold,
    so its WS ofmap writes are row_folds x m x n (97,351 for the 28x28x16 3x3->16 conv on 16x16

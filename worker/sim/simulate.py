@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from backend.specs.accelerator import AcceleratorConfig
-from worker.sim.conv_traffic import im2col_layers, with_tensor_traffic
+from worker.sim.conv_traffic import tensor_traffic_notes, with_tensor_traffic
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import alu_cycles, count_extra_ops, mcache_cycles
 from worker.sim.memory import dram_traffic, stall_cycles, stored_words_per_element
@@ -273,14 +273,7 @@ _CONFIG_FIELDS = (
 def _notes(workload: Workload, accel: AcceleratorConfig) -> list[str]:
     if accel.conv_operand_traffic != "tensor":
         return []
-    layers = im2col_layers(workload.ops)
-    if not layers:
-        return []
-    return [
-        "im2col traffic convention for layers without convolution geometry (linear, attention, "
-        "dilated, or convolutions of a workload stored before geometry was recorded): "
-        + ", ".join(layers)
-    ]
+    return tensor_traffic_notes(workload.ops)
 
 
 def _result(

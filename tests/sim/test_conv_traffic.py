@@ -176,3 +176,39 @@ def test_closed_form_matches_the_fold_by_fold_reference() -> None:
         exact += ours == reference
     print(f"\n{checked} cases, {exact} exact, worst ratio {worst:.4f}")
     assert checked >= 200
+
+
+def test_tensor_traffic_never_exceeds_im2col_and_equals_it_without_geometry() -> None:
+    from dataclasses import replace
+
+    from backend.specs.accelerator import AcceleratorConfig
+    from worker.sim import Workload, simulate
+    from worker.sim.lowering import lower_conv2d
+
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        case = _random_case(rng)
+        conv = case["conv"]
+        if conv.out_h < 1 or conv.out_w < 1:
+            continue
+        ops = lower_conv2d(
+            "c", conv.batch, conv.in_channels, conv.out_channels, conv.height, conv.width,
+            (conv.kernel_h, conv.kernel_w), (conv.stride_h, conv.stride_w),
+            (conv.pad_h, conv.pad_w), conv.groups,
+        )  # fmt: skip
+        accel = AcceleratorConfig(
+            rows=case["rows"], cols=case["cols"], dataflow=case["dataflow"],
+            ifmap_sram_kib=1, filter_sram_kib=1, ofmap_sram_kib=1, word_bytes=8,
+        )  # fmt: skip
+        tensor = accel.model_copy(update={"conv_operand_traffic": "tensor"})
+        im2col_rows = simulate(Workload("m", "d", 1, 1, ops), accel).layers
+        tensor_rows = simulate(Workload("m", "d", 1, 1, ops), tensor).layers
+        for a, b in zip(im2col_rows, tensor_rows, strict=True):
+            assert b.dram_reads + b.dram_writes <= a.dram_reads + a.dram_writes
+            assert b.compute_cycles == a.compute_cycles
+        bare = [replace(op, conv=None) for op in ops]
+        no_geometry = simulate(Workload("m", "d", 1, 1, bare), tensor)
+        assert (
+            no_geometry.totals.dram_bytes
+            == simulate(Workload("m", "d", 1, 1, ops), accel).totals.dram_bytes
+        )

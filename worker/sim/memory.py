@@ -44,8 +44,9 @@ and stalls differ systematically, for these reasons:
    an active/prefetch window and keep nothing beyond it, so an operand that is read again (A once
    per column fold, os's B once per row fold) comes from DRAM again unless the whole trace fits
    the window. On GEMMs it reads far more: e.g. 128x288x32 on a 16x16 ws array with 64 KB
-   SRAMs, 360,470 ifmap words against our 40,960 (A is 36,864 words, swept twice). We keep what
-   fits one SRAM half resident across sweeps and re-read only the rest.
+   SRAMs, 360,470 ifmap words against our 40,960 (A is 36,864 words, swept twice); with 8 KB
+   SRAMs on 32x32 os it reads the 28x28x16 conv's 97,344 im2col words 8 times (783,100). We keep
+   what fits one SRAM half resident across sweeps and re-read only the rest.
 2. Weight-stationary partial sums: SCALE-Sim writes the ofmap to DRAM after every row (k) fold,
    so its WS ofmap writes are row_folds x m x n (97,351 for the 28x28x16 3x3->16 conv on 16x16
    ws, 9 x 10,816); we accumulate partial sums in the OFMAP SRAM and spill only what does not fit

@@ -473,6 +473,9 @@ def simulate(
         f"{extensions_line(result)}; {accel} offers: {offered} (a run switches on those its "
         "techniques use; a dense step, like an experiment's baseline, uses none)"
     )
+    console.print(f"convolution operand traffic: {result.conv_operand_traffic}")
+    for note in result.notes:
+        console.print(f"note: {note}")
 
 
 user_app = typer.Typer(help="Accounts: create users (the first admin among them).")

@@ -207,7 +207,11 @@ def store_simulation(
             macs_skipped=round(totals.macs_skipped),
             macs_overhead=round(totals.macs_overhead),
             dram_bytes=round(totals.dram_bytes),
-            summary=asdict(totals),
+            summary={
+                **asdict(totals),
+                "conv_operand_traffic": sim.conv_operand_traffic,
+                "notes": list(sim.notes),
+            },
         )
     ).rowcount
     if not stored:

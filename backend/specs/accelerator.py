@@ -47,6 +47,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 # dataflow (worker.sim.row_dataflow).
 Dataflow = Literal["os", "ws", "is", "row"]
 ExtensionOverlap = Literal["overlapped", "serial"]
+# How a convolution's windowed operands cross the DRAM interface (worker.sim.conv_traffic):
+# "im2col" moves the im2col matrices (SCALE-Sim's convention: every window copied), "tensor"
+# moves the real feature maps row by row and forms the windows on chip.
+ConvOperandTraffic = Literal["im2col", "tensor"]
 
 
 class _Spec(BaseModel):
@@ -119,6 +123,27 @@ class GradientPredictorUnit(_Spec):
     macs_per_cycle: int = Field(256, ge=1, le=1 << 20, description="predictor unit throughput")
 
 
+StorageFormat = Literal["dense", "bitmap", "compressed"]
+
+
+class OperandStorage(_Spec):
+    """How each kind of tensor is stored in SRAM and DRAM, so traffic follows its density.
+
+    Words per element of a tensor with non-zero fraction d, for w = 8 * word_bytes bits a word:
+    dense 1; bitmap d + 1 / w (the non-zero values plus one presence bit per element);
+    compressed d * (1 + index_bits / w) (each non-zero value with its index).
+    Kinds, by GEMM operand (worker.sim.lowering): activations = FWD A and C, BWD-WEIGHT B;
+    gradients = BWD-DATA and BWD-WEIGHT A and C; weights = FWD and BWD-DATA B.
+    """
+
+    activations: StorageFormat = Field("dense", description="inputs and outputs of layers")
+    gradients: StorageFormat = Field("dense", description="output, input and weight gradients")
+    weights: StorageFormat = Field("dense", description="layer weights")
+    index_bits: int = Field(
+        16, ge=1, le=64, description="bits of the index stored with each non-zero (compressed)"
+    )
+
+
 class AcceleratorConfig(_Spec):
     """One accelerator design point."""
 
@@ -139,7 +164,13 @@ class AcceleratorConfig(_Spec):
         8.0, gt=0, le=1 << 16, description="DRAM bandwidth in words per cycle"
     )
     word_bytes: int = Field(4, ge=1, le=8, description="bytes per operand word")
+    conv_operand_traffic: ConvOperandTraffic = Field(
+        "im2col",
+        description="convolution operands moved as im2col matrices (SCALE-Sim) or as the real "
+        "feature maps with windows formed on chip",
+    )
     clock_mhz: float = Field(500.0, gt=0, le=10_000, description="clock frequency in MHz")
+    storage: OperandStorage = Field(default_factory=OperandStorage)
     energy: EnergyTable = Field(default_factory=EnergyTable)
     mercury: MercuryHardware = Field(default_factory=MercuryHardware)
     zero_skipping: ZeroSkipping = Field(default_factory=ZeroSkipping)
@@ -195,10 +226,19 @@ def _paper_accelerator(**fields: Any) -> AcceleratorConfig:
         "mercury": MercuryHardware(enabled=False),
         "zero_skipping": ZeroSkipping(enabled=False),
         "gradient_predictor": GradientPredictorUnit(enabled=False),
+        "conv_operand_traffic": "tensor",
     }
     return AcceleratorConfig(**(base | fields))
 
 
+# Every preset forms convolution windows on chip (conv_operand_traffic="tensor"):
+# - edge: a small edge NPU keeps input rows in its convolution buffer and generates windows from
+#   there (NVDLA's CBUF is the public example); copying every window over a 4-word/cycle DRAM
+#   link would make it im2col-bound, which no such design accepts.
+# - eyeriss-like: row stationary; ifmap rows are multicast to the PE diagonals, each input row is
+#   read once per pass over the filters it meets.
+# - tpu-like: the data set-up unit builds the array's input windows from the unified buffer;
+#   DRAM holds the real activations.
 PRESETS: dict[str, AcceleratorConfig] = {
     "edge": AcceleratorConfig(
         name="edge",
@@ -210,6 +250,7 @@ PRESETS: dict[str, AcceleratorConfig] = {
         ofmap_sram_kib=16,
         dram_bandwidth=4.0,
         clock_mhz=200.0,
+        conv_operand_traffic="tensor",
     ),
     "tpu-like": AcceleratorConfig(
         name="tpu-like",
@@ -221,6 +262,7 @@ PRESETS: dict[str, AcceleratorConfig] = {
         ofmap_sram_kib=2048,
         dram_bandwidth=32.0,
         clock_mhz=700.0,
+        conv_operand_traffic="tensor",
     ),
     "eyeriss-like": AcceleratorConfig(
         name="eyeriss-like",
@@ -232,6 +274,7 @@ PRESETS: dict[str, AcceleratorConfig] = {
         ofmap_sram_kib=108,
         dram_bandwidth=4.0,
         clock_mhz=200.0,
+        conv_operand_traffic="tensor",
     ),
     "sparsetrain-like": _paper_accelerator(
         name="sparsetrain-like",
@@ -239,6 +282,7 @@ PRESETS: dict[str, AcceleratorConfig] = {
         cols=16,
         dataflow="row",
         zero_skipping=ZeroSkipping(enabled=True),
+        storage=OperandStorage(activations="compressed", gradients="compressed"),
     ),
     "mercury-like": _paper_accelerator(
         name="mercury-like",

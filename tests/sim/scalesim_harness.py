@@ -44,13 +44,13 @@ run_name = run
 [architecture_presets]
 ArrayHeight = {rows}
 ArrayWidth = {cols}
-IfmapSramSzkB = 64
-FilterSramSzkB = 64
-OfmapSramSzkB = 64
+IfmapSramSzkB = {ifmap_kb}
+FilterSramSzkB = {filter_kb}
+OfmapSramSzkB = {ofmap_kb}
 IfmapOffset = 0
 FilterOffset = 10000000
 OfmapOffset = 20000000
-Bandwidth = 10
+Bandwidth = {bandwidth}
 Dataflow = {dataflow}
 ReadRequestBuffer = 32
 WriteRequestBuffer = 32
@@ -73,7 +73,7 @@ BlockSize = 8
 RandomNumberGeneratorSeed = 40
 
 [run_presets]
-InterfaceBandwidth = CALC
+InterfaceBandwidth = {mode}
 UseRamulatorTrace = False
 """
 
@@ -90,16 +90,33 @@ class ScaleSimLayer:
     ofmap_sram_writes: int
 
 
+@dataclass(frozen=True)
+class ScaleSimMemory:
+    """One layer's cycles and DRAM traffic from SCALE-Sim's COMPUTE and DETAILED_ACCESS
+    reports (USER bandwidth mode: stalls when DRAM cannot keep up)."""
+
+    overall_cycles: int  # "Total Cycles (incl. prefetch)": from the first DRAM read
+    total_cycles: int  # "Total Cycles": compute plus stalls, without the initial fill
+    stall_cycles: int
+    ifmap_dram_reads: int
+    filter_dram_reads: int
+    ofmap_dram_writes: int
+
+
 def _patch_numpy_compat() -> None:
     # SCALE-Sim 3.0.0 calls int(max(list of 1-element arrays)); NumPy >= 2.4 refuses int() on
-    # arrays with ndim > 0. Give that one module a max() that returns the scalar, as NumPy did.
+    # arrays with ndim > 0. Give the modules that do it a max() that returns the scalar, as NumPy
+    # did: the double-buffered scratchpad, and (USER bandwidth mode) the read and write buffers.
     import scalesim.memory.double_buffered_scratchpad_mem as scratchpad
+    import scalesim.memory.read_buffer as read_buffer
+    import scalesim.memory.write_buffer as write_buffer
 
     def scalar_max(*args, **kwargs):
         value = builtins.max(*args, **kwargs)
         return value.item() if isinstance(value, np.ndarray) and value.size == 1 else value
 
-    scratchpad.max = scalar_max
+    for module in (scratchpad, read_buffer, write_buffer):
+        module.max = scalar_max
 
 
 def run_scalesim(
@@ -111,12 +128,74 @@ def run_scalesim(
     convs: tuple[tuple[int, ...], ...] = (),
 ) -> list[ScaleSimLayer]:
     """Run GEMMs (m, k, n) or convolutions through SCALE-Sim in `workdir`."""
+    compute, access = _run(workdir, _config(rows, cols, dataflow), gemms, convs)
+    return [
+        ScaleSimLayer(
+            total_cycles=int(c[2]),
+            stall_cycles=int(c[3]),
+            mapping_efficiency_pct=float(c[5]),
+            ifmap_sram_reads=int(float(a[3])),
+            filter_sram_reads=int(float(a[6])),
+            ofmap_sram_writes=int(float(a[9])),
+        )
+        for c, a in zip(compute, access, strict=True)
+    ]
+
+
+def run_scalesim_memory(
+    workdir: Path,
+    rows: int,
+    cols: int,
+    dataflow: str,
+    bandwidth: int,
+    sram_kb: tuple[int, int, int],
+    gemms: tuple[tuple[int, int, int], ...] = (),
+    convs: tuple[tuple[int, ...], ...] = (),
+) -> list[ScaleSimMemory]:
+    """Run layers in SCALE-Sim's USER bandwidth mode (`bandwidth` words per cycle, SRAMs of
+    `sram_kb` = ifmap, filter, ofmap KB) and read back cycles and DRAM traffic."""
+    config = _config(rows, cols, dataflow, bandwidth, sram_kb, mode="USER")
+    compute, access = _run(workdir, config, gemms, convs)
+    return [
+        ScaleSimMemory(
+            overall_cycles=int(c[1]),
+            total_cycles=int(c[2]),
+            stall_cycles=int(c[3]),
+            ifmap_dram_reads=int(float(a[12])),
+            filter_dram_reads=int(float(a[15])),
+            ofmap_dram_writes=int(float(a[18])),
+        )
+        for c, a in zip(compute, access, strict=True)
+    ]
+
+
+def _config(
+    rows: int,
+    cols: int,
+    dataflow: str,
+    bandwidth: int = 10,
+    sram_kb: tuple[int, int, int] = (64, 64, 64),
+    mode: str = "CALC",
+) -> str:
+    ifmap_kb, filter_kb, ofmap_kb = sram_kb
+    return _CONFIG.format(
+        rows=rows, cols=cols, dataflow=dataflow, bandwidth=bandwidth, mode=mode,
+        ifmap_kb=ifmap_kb, filter_kb=filter_kb, ofmap_kb=ofmap_kb,
+    )  # fmt: skip
+
+
+def _run(
+    workdir: Path,
+    config_text: str,
+    gemms: tuple[tuple[int, int, int], ...],
+    convs: tuple[tuple[int, ...], ...],
+) -> tuple[list[list[str]], list[list[str]]]:
     from scalesim.scale_sim import scalesim
 
     _patch_numpy_compat()
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "scale.cfg"
-    config.write_text(_CONFIG.format(rows=rows, cols=cols, dataflow=dataflow))
+    config.write_text(config_text)
     topology = workdir / "topology.csv"
     if gemms:
         lines = ["Layer, M, N, K,"] + [f"l{i}, {m}, {n}, {k}," for i, (m, k, n) in enumerate(gemms)]
@@ -139,17 +218,7 @@ def run_scalesim(
         sim.run_scale(top_path=str(workdir))
     compute = _read_report(workdir / "run" / "COMPUTE_REPORT.csv")
     access = _read_report(workdir / "run" / "DETAILED_ACCESS_REPORT.csv")
-    return [
-        ScaleSimLayer(
-            total_cycles=int(c[2]),
-            stall_cycles=int(c[3]),
-            mapping_efficiency_pct=float(c[5]),
-            ifmap_sram_reads=int(float(a[3])),
-            filter_sram_reads=int(float(a[6])),
-            ofmap_sram_writes=int(float(a[9])),
-        )
-        for c, a in zip(compute, access, strict=True)
-    ]
+    return compute, access
 
 
 def _read_report(path: Path) -> list[list[str]]:

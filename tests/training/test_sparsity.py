@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -46,3 +47,32 @@ def test_gradient_and_weight_counts_match_their_gemm_operands() -> None:
 def test_count_is_exact_beyond_float32_integers() -> None:
     ones = torch.ones(sparsity.EXACT_FLOAT32_COUNT + 3)
     assert int(sparsity.count(ones)) == sparsity.EXACT_FLOAT32_COUNT + 3
+
+
+def _batch(counts: list[int], length: int) -> sparsity.OperandCounts:
+    values = np.asarray(counts, dtype=np.uint32)
+    return sparsity.OperandCounts(float(values.sum()) / (len(values) * length), values, length)
+
+
+def test_row_sample_keeps_everything_until_full() -> None:
+    sample = sparsity.RowSample(np.random.default_rng(0), size=10)
+    sample.add(_batch([0, 1, 2], length=4))
+    sample.add(_batch([4, 4], length=4))
+    assert sample.counts.tolist() == [0, 1, 2, 4, 4]
+    assert sample.density == pytest.approx(11 / 20)
+
+
+def test_row_sample_is_uniform_over_all_batches_not_the_last() -> None:
+    """1000 empty rows, then 3000 rows with 4 of 4 non-zeros: a uniform sample holds about 3/4
+    full rows (the last batch alone would say 1.0, the first 0.0); over 200 seeded samples the
+    mean fraction is within 0.01 of 3/4 and its spread is the binomial one of 400 draws."""
+    fractions = []
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        sample = sparsity.RowSample(rng, size=400)
+        sample.add(_batch([0] * 1000, length=4))
+        sample.add(_batch([4] * 3000, length=4))
+        assert len(sample.counts) == 400 and sample.seen == 4000
+        fractions.append(sample.density)
+    assert abs(np.mean(fractions) - 0.75) < 0.01
+    assert np.std(fractions) == pytest.approx(np.sqrt(0.75 * 0.25 / 400), rel=0.25)

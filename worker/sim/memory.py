@@ -1,5 +1,10 @@
 """DRAM traffic from tiling the GEMM into the SRAMs, and the stalls when DRAM cannot keep up.
 
+This module moves GEMM operands as matrices: SCALE-Sim's convention, where a convolution's
+operands are im2col matrices (every window copied). With `conv_operand_traffic = "tensor"` the
+im2col operands of a convolution (FWD A, BWD-WEIGHT B, BWD-DATA C) are replaced by the real
+feature maps, counted in worker.sim.conv_traffic; dY and the weights are real tensors already.
+
 Each SRAM is double-buffered: half holds the working set while the other half is filled, so an
 operand's capacity is half its SRAM in words. The folds run in SCALE-Sim's order (column folds
 outer, row folds inner; see worker.sim.systolic), which fixes what is reused:
@@ -18,6 +23,45 @@ Stalls: transfers overlap compute (double buffering), but the array cannot start
 fold's operands have arrived, nor finish before all traffic has moved. The layer takes the larger
 of these two bounds: total = max(compute + ceil(first / bw), ceil(words / bw)), so
 stall = max(ceil(first / bw), ceil(words / bw) - compute).
+
+Storage formats (stored_words_per_element): an accelerator may store activations, gradients and
+weights dense, as a bitmap or compressed. A tensor with non-zero fraction d then takes, per
+element, 1 word (dense), d + 1/w (bitmap: values plus a presence bit; w bits per word) or
+d * (1 + index_bits / w) (compressed: each non-zero with its index) in DRAM and in the SRAM
+requests of the array; spilled partial sums are dense, C's final write is in C's format. The
+densities are the workload's measured ones: A and B as the GEMM reads them (after ReLU, pruning),
+C as the GEMM writes it (`density_c`; FWD before any activation, since the models run
+activations as separate layers; 1.0 where not measured). The tiling above is kept dense (fold
+counts and SRAM capacities in dense words), so a compressed operand's reuse is not credited with
+the extra room it leaves in SRAM: a conservative choice.
+
+Compared with SCALE-Sim v3.0.0 in its USER bandwidth mode (benchmarks/sim_vs_scalesim.py prints
+the table), with the same array, dataflow, SRAM sizes and bandwidth, on its own conv and GEMM
+topologies. Dense compute cycles are equal (tests/sim/test_scalesim_equality.py); the traffic
+and stalls differ systematically, for these reasons:
+
+1. Re-fetching: SCALE-Sim's read buffers prefetch each operand's address trace in order through
+   an active/prefetch window and keep nothing beyond it, so an operand that is read again (A once
+   per column fold, os's B once per row fold) comes from DRAM again unless the whole trace fits
+   the window. On GEMMs it reads far more: e.g. 128x288x32 on a 16x16 ws array with 64 KB
+   SRAMs, 360,470 ifmap words against our 40,960 (A is 36,864 words, swept twice); with 8 KB
+   SRAMs on 32x32 os it reads the 28x28x16 conv's 97,344 im2col words 8 times (783,100). We keep
+   what fits one SRAM half resident across sweeps and re-read only the rest.
+2. Weight-stationary partial sums: SCALE-Sim writes the ofmap to DRAM after every row (k) fold,
+   so its WS ofmap writes are row_folds x m x n (97,351 for the 28x28x16 3x3->16 conv on 16x16
+   ws, 9 x 10,816); we accumulate partial sums in the OFMAP SRAM and spill only what does not fit
+   a half (10,816 writes there).
+3. The initial fill: SCALE-Sim's "Total Cycles" start after the first operands have arrived (its
+   "Total Cycles (incl. prefetch)" include them); our total cycles always include that prologue.
+4. Bandwidth: our `dram_bandwidth` is one DRAM interface shared by all operands, a hard cap in
+   words per cycle. SCALE-Sim's USER bandwidth is per operand buffer, and its v3 banked read
+   buffers are not capped by it: on the 28x28x16 conv (16x16 os, bandwidth 4) its ifmap buffer
+   took 98,340 words in 12,108 cycles (8.1 per cycle). So on layers whose traffic exceeds
+   bandwidth x compute cycles we stall more than it does (20,135 against 2,332 stall cycles
+   there), while on GEMMs where its re-fetching dominates (1.) it stalls more.
+5. Convolutions: both count im2col traffic under "im2col" (98,340 against our 97,344 ifmap words
+   on that conv: SCALE-Sim reads a few words past the tiles); a row-stationary or line-buffered
+   array moves 12,544, the real input, which is what "tensor" counts.
 """
 
 from __future__ import annotations
@@ -26,7 +70,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from backend.specs.accelerator import AcceleratorConfig
 from worker.sim.systolic import IS, OS, WS, ArrayMapping
+from worker.sim.workload import GemmOp, TrainingPass
 
 
 @dataclass(frozen=True)
@@ -44,6 +90,19 @@ class DramTraffic:
     @property
     def words(self) -> np.ndarray:
         return self.reads + self.ofmap_writes
+
+    def stored(self, per_element: dict[str, np.ndarray]) -> DramTraffic:
+        """The traffic with each operand moved in its storage format (words per element, see
+        stored_words_per_element). Spilled partial sums move dense; C's final write, its
+        stored format."""
+        final_writes = self.ofmap_writes - self.ofmap_reads
+        return DramTraffic(
+            ifmap_reads=self.ifmap_reads * per_element["ifmap"],
+            filter_reads=self.filter_reads * per_element["filter"],
+            ofmap_reads=self.ofmap_reads,
+            ofmap_writes=final_writes * per_element["ofmap"] + self.ofmap_reads,
+            first_fold_words=self.first_fold_words,
+        )
 
 
 def dram_traffic(
@@ -100,3 +159,44 @@ def stall_cycles(
     words = traffic.words
     prologue = np.ceil(np.minimum(traffic.first_fold_words, words) / bandwidth)
     return np.maximum(prologue, np.ceil(words / bandwidth) - compute_cycles)
+
+
+_FORMAT_CODES = {"dense": 0, "bitmap": 1, "compressed": 2}
+# Which kind of tensor each operand of each pass holds (worker.sim.lowering).
+_OPERAND_KINDS = {
+    TrainingPass.FWD: ("activations", "weights", "activations"),
+    TrainingPass.BWD_DATA: ("gradients", "weights", "gradients"),
+    TrainingPass.BWD_WEIGHT: ("gradients", "activations", "gradients"),
+}
+
+
+def stored_words_per_element(
+    accels: list[AcceleratorConfig], ops: list[GemmOp]
+) -> dict[str, np.ndarray] | None:
+    """(configs x GEMMs) words per element of A ("ifmap"), B ("filter") and C ("ofmap") in each
+    accelerator's storage format, at the GEMM's measured densities; None when every accelerator
+    stores everything dense (one word per element)."""
+    kinds = ("activations", "gradients", "weights")
+    codes = np.asarray(
+        [[_FORMAT_CODES[getattr(a.storage, kind)] for kind in kinds] for a in accels]
+    )  # (configs, kinds)
+    if not codes.any():
+        return None
+    word_bits = np.asarray([8.0 * a.word_bytes for a in accels]).reshape(-1, 1)
+    index_bits = np.asarray([float(a.storage.index_bits) for a in accels]).reshape(-1, 1)
+    densities = [
+        [op.density_a for op in ops],
+        [op.density_b for op in ops],
+        [op.density_c for op in ops],
+    ]
+    out = {}
+    for slot, name in enumerate(("ifmap", "filter", "ofmap")):
+        kind = np.asarray([kinds.index(_OPERAND_KINDS[op.pass_][slot]) for op in ops])
+        fmt = codes[:, kind]  # (configs, GEMMs)
+        d = np.asarray(densities[slot], dtype=np.float64).reshape(1, -1)
+        out[name] = np.where(
+            fmt == 0,
+            1.0,
+            np.where(fmt == 1, d + 1.0 / word_bits, d * (1.0 + index_bits / word_bits)),
+        )
+    return out

@@ -98,6 +98,10 @@ class SimulationResult:
     labels: list[tuple[str, str, str, int]]  # (layer, pass, role, executions) per GEMM
     columns: dict[str, np.ndarray] = field(repr=False)
     extensions: tuple[str, ...] = ()  # the accelerator's extensions that were switched on
+    # How convolution operands crossed the DRAM interface ("im2col" or "tensor"), and what the
+    # run needs to say about it (e.g. layers that kept the im2col convention under "tensor").
+    conv_operand_traffic: str = "im2col"
+    notes: list[str] = field(default_factory=list)
 
     @cached_property
     def layers(self) -> list[LayerPassResult]:
@@ -133,6 +137,8 @@ class SimulationResult:
             "technique": self.technique,
             "iterations": self.iterations,
             "extensions": list(self.extensions),
+            "conv_operand_traffic": self.conv_operand_traffic,
+            "notes": list(self.notes),
             "layers": [asdict(row) for row in self.layers],
             "totals": asdict(self.totals),
         }

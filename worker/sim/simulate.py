@@ -26,6 +26,9 @@ Per execution of one GEMM (all `groups` run back to back):
   (so ADA-GP's skipped executions are skipped MACs); actual = the MACs done; skipped =
   algorithmic - actual; overhead = the MACs of overhead GEMMs. Extra ops are not MACs.
 - SRAM: the array's requests (SCALE-Sim's counts) plus the DRAM fills and drains of each operand.
+- Storage (worker.sim.memory.stored_words_per_element): an accelerator that stores a kind of
+  tensor as a bitmap or compressed moves, per element, its measured density plus metadata in
+  words, in DRAM and in the array's SRAM reads; stalls follow the smaller traffic.
 - Energy (worker.sim.energy) = counts x the accelerator's energy table.
 
 The accelerator is taken as given; each result lists the extensions that were on
@@ -39,6 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig
+from worker.sim.conv_traffic import tensor_traffic_notes, with_tensor_traffic
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import (
     UnitCycles,
@@ -46,7 +50,7 @@ from worker.sim.extensions import (
     count_extra_ops,
     mcache_lookup_cycles,
 )
-from worker.sim.memory import dram_traffic, stall_cycles
+from worker.sim.memory import dram_traffic, stall_cycles, stored_words_per_element
 from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
 from worker.sim.row_dataflow import (
     RowMapping,
@@ -231,9 +235,18 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         m, k, n, mapping, rows, cols, gemm_df,
         word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
     )  # fmt: skip
+    tensor = np.asarray([a.conv_operand_traffic == "tensor" for a in accels]).reshape(-1, 1)
+    if tensor.any():
+        halves = {name: words // 2 for name, words in word_capacity.items()}
+        traffic = with_tensor_traffic(
+            traffic, workload.ops, tensor, on_array, gemm_df, rows, cols, halves
+        )
     # A GEMM fed by another's input stream (MERCURY's projection) reads no A from DRAM.
     fused = ops.feeder >= 0
     traffic = replace(traffic, ifmap_reads=np.where(fused, 0.0, traffic.ifmap_reads))
+    per_element = stored_words_per_element(accels, workload.ops)
+    if per_element is not None:
+        traffic = traffic.stored(per_element)
     stalls = np.where(on_array, stall_cycles(traffic, array_cycles, cfg["dram_bandwidth"]), 0)
 
     dram_reads = {
@@ -259,6 +272,9 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         "ofmap": np.where(on_array, dense.ofmap_writes * g, np.where(on_unit, c_words, 0))
         + dram_reads["ofmap"],
     }
+    if per_element is not None:  # the array reads A and B in their stored format
+        sram_reads["ifmap"] = sram_reads["ifmap"] * per_element["ifmap"]
+        sram_reads["filter"] = sram_reads["filter"] * per_element["filter"]
     for name in OPERANDS:
         sram_reads[name] = np.where(runs, sram_reads[name], 0)
         sram_writes[name] = np.where(runs, sram_writes[name], 0)
@@ -407,6 +423,12 @@ def _labels(workload: Workload) -> list[tuple[str, str, str, int]]:
     return [(op.layer, str(op.pass_.value), op.role, op.executions) for op in workload.ops]
 
 
+def _notes(workload: Workload, accel: AcceleratorConfig) -> list[str]:
+    if accel.conv_operand_traffic != "tensor":
+        return []
+    return tensor_traffic_notes(workload.ops)
+
+
 def _result(
     workload: Workload,
     accel: AcceleratorConfig,
@@ -417,6 +439,8 @@ def _result(
     if not columns:
         columns = {name: np.zeros(0) for name in EnergyColumns.names() + _EMPTY_COLUMNS}
     return SimulationResult(
+        conv_operand_traffic=accel.conv_operand_traffic,
+        notes=_notes(workload, accel),
         accelerator=accel.name,
         model=workload.model,
         technique=workload.technique,

@@ -76,7 +76,9 @@ class GemmOp:
 
     `executions` counts the mini-batches in which this GEMM ran; the workload's `iterations`
     counts all mini-batches, so a pass skipped by ADA-GP's predicted-gradient steps has
-    executions < iterations. Densities and reuse fractions are means over the executions.
+    executions < iterations. Densities of A and B are measured on a fixed-size uniform sample
+    of rows (columns) pooled over the measured mini-batches (worker.training.recorder), the same
+    sample the per-lane counts are; reuse fractions are means over the executions.
     """
 
     layer: str
@@ -89,8 +91,14 @@ class GemmOp:
     # Fraction of non-zero elements in A and B, measured (1.0 = dense).
     density_a: float = 1.0
     density_b: float = 1.0
-    # Non-zero count of each row of A and each column of B (i.e. along k), from one measured
-    # mini-batch, so zero-skipping cycles see the real load imbalance between PE rows/columns.
+    # Fraction of non-zero elements in C as the GEMM writes it (FWD: the layer's output before
+    # any activation; BWD-DATA: the input gradient; BWD-WEIGHT: the weight gradient). 1.0 when
+    # not measured, e.g. in workloads stored before it was.
+    density_c: float = 1.0
+    # Non-zero count of each row of A and each column of B (i.e. along k), so zero-skipping
+    # cycles see the real load imbalance between PE rows/columns. Each is a uniform sample of
+    # rows (columns) pooled over the measured mini-batches, so its length need not be m (n):
+    # lane loads are drawn from it (workloads stored before sampling hold one batch's counts).
     a_row_nnz: np.ndarray | None = None
     b_col_nnz: np.ndarray | None = None
     # For the 1-D convolution dataflow (worker.sim.row_dataflow), per 1-D row of the tensor behind

@@ -88,7 +88,7 @@ class _Run:
         self.techniques: list[Technique] = build_techniques(params)
         for technique in self.techniques:
             technique.setup(self.model, self.layers, config.seed)
-        self.recorder = WorkloadRecorder(MEASURE_EVERY)
+        self.recorder = WorkloadRecorder(MEASURE_EVERY, seed=config.seed)
         self.hooks = HookChain(self.techniques, self.recorder)
         self.optimizer = make_optimizer(self.model, config)
         self.batch_size = min(config.batch_size, len(self.data.train_labels))

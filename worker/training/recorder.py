@@ -1,10 +1,15 @@
 """Record every layer's GEMMs during training and measure their sparsity: the workload.
 
 The recorder counts how often each pass ran and, on sampled mini-batches (every
-`measure_every`-th, always on a batch that runs backward), measures densities and per-row /
-per-column non-zero counts of each pass's operands on the real tensors, and for convolutions the
-1-D dataflow's work per tensor row (worker.sim.row_dataflow). Densities are means over the
-measured batches; the count vectors come from the latest measured batch.
+`measure_every`-th, always on a batch that runs backward), measures per-row / per-column non-zero
+counts of each pass's operands on the real tensors. Each operand keeps a fixed-size uniform
+sample of its rows (columns) pooled over all measured batches (sparsity.RowSample, SAMPLE_ROWS
+rows, seeded from the run's seed); the stored per-lane counts are that sample and the stored
+density is the sample's, so zero-skipping cycles and storage traffic see the same sparsity.
+Operands measured only as a density (attention products) and the density of each GEMM's output
+as written (density_c: FWD output before any activation) are means over the measured batches.
+For convolutions the recorder also measures the 1-D dataflow's work per tensor row
+(worker.sim.row_dataflow), from the latest measured batch.
 """
 
 from __future__ import annotations
@@ -20,58 +25,76 @@ from worker.sim.workload import GemmOp, TrainingPass
 from worker.training import sparsity
 from worker.training.gemm_shapes import attention_gemms, conv_gemms, linear_gemms
 from worker.training.layers import GemmLayer, MatMulSite
-from worker.training.sparsity import OperandCounts
+from worker.training.sparsity import OperandCounts, RowSample
 
 FWD, BWD_DATA, BWD_WEIGHT = TrainingPass.FWD, TrainingPass.BWD_DATA, TrainingPass.BWD_WEIGHT
 MEASURE_EVERY = 8  # batches between workload measurements (each costs about one backward)
 
 
-@dataclass
 class OperandStats:
-    """Running mean density of one operand and its latest per-row/column non-zero counts."""
+    """One operand's pooled row sample (when counts are measured) or its running mean density."""
 
-    density_sum: float = 0.0
-    measured: int = 0
-    counts: np.ndarray | None = None
-    line_macs: np.ndarray | None = None  # 1-D dataflow work per row of the operand's tensor
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.sample: RowSample | None = None
+        self.density_sum = 0.0
+        self.measured = 0
+        self.line_macs: np.ndarray | None = None  # 1-D dataflow work per row of the tensor
 
     def add(self, observed: OperandCounts) -> None:
-        self.density_sum += observed.density
-        self.measured += 1
-        self.counts = observed.counts
+        if self.sample is None:
+            self.sample = RowSample(self.rng)
+        self.sample.add(observed)
 
     def add_density(self, value: float) -> None:
         self.density_sum += value
         self.measured += 1
 
     @property
+    def counts(self) -> np.ndarray | None:
+        return None if self.sample is None else self.sample.counts.copy()
+
+    @property
     def density(self) -> float:
+        if self.sample is not None:
+            return self.sample.density
         return self.density_sum / self.measured if self.measured else 1.0
 
 
 @dataclass
 class PassRecord:
+    rng: np.random.Generator
     executions: int = 0
-    a: OperandStats = field(default_factory=OperandStats)
-    b: OperandStats = field(default_factory=OperandStats)
+    a: OperandStats = field(init=False)
+    b: OperandStats = field(init=False)
+    c: OperandStats = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.a, self.b, self.c = (OperandStats(self.rng) for _ in range(3))
 
 
 @dataclass
 class LayerRecord:
     gemms: dict[TrainingPass, GemmOp]  # one mini-batch's dense GEMMs, from the lowering
     weight_count: int
-    passes: dict[TrainingPass, PassRecord] = field(
-        default_factory=lambda: {p: PassRecord() for p in TrainingPass}
-    )
+    rng: np.random.Generator
+    passes: dict[TrainingPass, PassRecord] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.passes = {p: PassRecord(self.rng) for p in TrainingPass}
+
     # per-epoch element counts for the run's overall FWD / BWD densities
     epoch_nonzero: dict[str, float] = field(default_factory=lambda: {"x": 0.0, "grad": 0.0})
     epoch_elements: dict[str, float] = field(default_factory=lambda: {"x": 0.0, "grad": 0.0})
 
 
 class WorkloadRecorder:
-    def __init__(self, measure_every: int = MEASURE_EVERY, measure: bool = True) -> None:
+    def __init__(
+        self, measure_every: int = MEASURE_EVERY, measure: bool = True, seed: int = 0
+    ) -> None:
         self.measure_every = measure_every
         self.measure = measure
+        self.rng = np.random.default_rng(seed)  # the row samples'; layers measure in order
         self.layers: dict[str, LayerRecord] = {}
         self._pending = True  # a measurement is due at the next batch that runs backward
         self._measuring = False
@@ -106,7 +129,7 @@ class WorkloadRecorder:
                 else linear_gemms(layer.name, inner, tuple(x.shape), needs_grad)
             )
             if record is None:
-                record = LayerRecord(gemms, layer.weight.numel())
+                record = LayerRecord(gemms, layer.weight.numel(), self.rng)
                 self.layers[layer.name] = record
             else:
                 record.gemms = gemms
@@ -136,6 +159,7 @@ class WorkloadRecorder:
                 passes[FWD].a.add(sparsity.row_counts(mask))
                 passes[BWD_WEIGHT].b.add(sparsity.column_counts(mask))
             passes[FWD].b.add(sparsity.weight_per_output(layer.weight))
+            passes[FWD].c.add_density(sparsity.density(y))
             passes[BWD_DATA].b.add(sparsity.weight_per_input(layer.weight))
             record.epoch_nonzero["x"] += float(sparsity.count(mask))
             record.epoch_elements["x"] += x.numel()
@@ -158,7 +182,8 @@ class WorkloadRecorder:
     def matmul_forward(self, site: MatMulSite, a: Tensor, b: Tensor) -> None:
         record = self.layers.get(site.name)
         if record is None:
-            record = LayerRecord(attention_gemms(site.name, tuple(a.shape), tuple(b.shape)), 0)
+            gemms = attention_gemms(site.name, tuple(a.shape), tuple(b.shape))
+            record = LayerRecord(gemms, 0, self.rng)
             self.layers[site.name] = record
         record.passes[FWD].executions += 1
         self._ran_forward.add(site.name)
@@ -197,6 +222,7 @@ class WorkloadRecorder:
                     executions=stats.executions,
                     density_a=stats.a.density,
                     density_b=stats.b.density,
+                    density_c=stats.c.density,
                     a_row_nnz=stats.a.counts,
                     b_col_nnz=stats.b.counts,
                     a_line_macs=stats.a.line_macs,

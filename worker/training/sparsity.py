@@ -33,17 +33,61 @@ def count(mask: Tensor, dims: int | tuple[int, ...] | None = None) -> Tensor:
 
 @dataclass(frozen=True)
 class OperandCounts:
-    """Density of one GEMM operand and its non-zero count per row (A) or per column (B)."""
+    """Density of one GEMM operand and its non-zero count per row (A) or per column (B), each
+    row (column) `length` elements long."""
 
     density: float
     counts: np.ndarray
+    length: int
 
 
 def _counts(values: Tensor, length_of_vector: int) -> OperandCounts:
     """`values`: whole-number counts (float) of one operand's vectors."""
     counts = values.reshape(-1).numpy().astype(np.uint32)
     total = int(counts.sum(dtype=np.uint64))
-    return OperandCounts(total / (counts.size * length_of_vector), counts)
+    return OperandCounts(total / (counts.size * length_of_vector), counts, length_of_vector)
+
+
+# Rows (or columns) of each operand kept in its pooled sample: enough for the busiest-lane
+# statistics of arrays up to 1024 lanes wide, small enough to store with every workload.
+SAMPLE_ROWS = 4096
+
+
+class RowSample:
+    """A fixed-size uniform sample of one operand's rows (columns), pooled over every measured
+    mini-batch by reservoir sampling (Vitter's Algorithm R): after any number of batches every
+    row seen so far is in the sample with the same probability. Per-lane counts and the density
+    both come from it, so zero-skipping cycles and traffic see the same sparsity."""
+
+    def __init__(self, rng: np.random.Generator, size: int = SAMPLE_ROWS) -> None:
+        self.rng = rng
+        self.size = size
+        self.seen = 0
+        self.counts = np.zeros(0, dtype=np.int64)
+        self.lengths = np.zeros(0, dtype=np.int64)
+
+    def add(self, observed: OperandCounts) -> None:
+        new = np.asarray(observed.counts, dtype=np.int64)
+        fill = min(max(self.size - len(self.counts), 0), len(new))
+        self.counts = np.concatenate([self.counts, new[:fill]])
+        self.lengths = np.concatenate([self.lengths, np.full(fill, observed.length)])
+        rest = new[fill:]
+        if len(rest):
+            # Row number i (0-based, over all rows seen) replaces a uniform slot of [0, i] when
+            # that slot is in the sample; later rows overwrite earlier ones, as in sequence.
+            index = self.seen + fill + np.arange(len(rest))
+            slot = (self.rng.random(len(rest)) * (index + 1)).astype(np.int64)
+            kept = np.flatnonzero(slot < self.size)
+            last_first = kept[::-1]
+            slots, first = np.unique(slot[last_first], return_index=True)
+            self.counts[slots] = rest[last_first[first]]
+            self.lengths[slots] = observed.length
+        self.seen += len(new)
+
+    @property
+    def density(self) -> float:
+        elements = int(self.lengths.sum())
+        return float(self.counts.sum()) / elements if elements else 1.0
 
 
 def _conv_args(conv: nn.Conv2d) -> tuple:

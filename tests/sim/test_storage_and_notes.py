@@ -1,0 +1,90 @@
+"""Compressed sparse operands, and what a simulation says about its convolution traffic."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from backend.specs.accelerator import PRESETS, AcceleratorConfig, OperandStorage
+from worker.sim import TrainingPass, Workload, simulate
+from worker.sim.lowering import lower_conv2d, lower_linear
+
+
+def _conv_workload(grad_density: float, geometry: bool = True) -> Workload:
+    ops = lower_conv2d("conv", 8, 16, 16, 14, 14, 3, 1, padding=1)
+    ops = [
+        replace(op, density_a=grad_density) if op.pass_ is not TrainingPass.FWD else op
+        for op in ops
+    ]
+    if not geometry:
+        ops = [replace(op, conv=None) for op in ops]
+    return Workload("m", "d", 8, 1, ops)
+
+
+def _backward_dram_words(accel: AcceleratorConfig, grad_density: float) -> dict[str, float]:
+    rows = simulate(_conv_workload(grad_density), accel).layers
+    return {r.pass_: r.dram_reads + r.dram_writes for r in rows if r.pass_ != "fwd"}
+
+
+def _with_compressed_gradients(accel: AcceleratorConfig) -> AcceleratorConfig:
+    storage = accel.storage.model_copy(update={"gradients": "compressed"})
+    return accel.model_copy(update={"name": f"{accel.name}+compressed", "storage": storage})
+
+
+CASES = [*PRESETS.values(), *(_with_compressed_gradients(p) for p in PRESETS.values())]
+
+
+@pytest.mark.parametrize("accel", CASES, ids=[a.name for a in CASES])
+def test_gradient_density_moves_dram_words_only_where_gradients_are_stored_sparse(accel) -> None:
+    dense_grads = _backward_dram_words(accel, 1.0)
+    sparse_grads = _backward_dram_words(accel, 0.1)
+    for pass_ in ("bwd_data", "bwd_weight"):
+        if accel.storage.gradients == "dense":
+            assert sparse_grads[pass_] == dense_grads[pass_]
+        else:
+            assert sparse_grads[pass_] < dense_grads[pass_]
+
+
+def test_words_per_element_follow_the_stated_formulas() -> None:
+    """One linear layer, FWD only, everything in one fold: DRAM words = elements x formula."""
+    m, k, n = 8, 16, 4
+    op = replace(lower_linear("fc", m, k, n)[0], density_a=0.25, density_b=0.5, density_c=0.75)
+    big = dict(ifmap_sram_kib=64, filter_sram_kib=64, ofmap_sram_kib=64, rows=32, cols=32)
+    word_bits, index_bits = 32, 16
+    expected = {
+        "dense": (m * k, k * n, m * n),
+        "bitmap": (m * k * (0.25 + 1 / word_bits), k * n * (0.5 + 1 / word_bits),
+                   m * n * (0.75 + 1 / word_bits)),
+        "compressed": (m * k * 0.25 * 1.5, k * n * 0.5 * 1.5, m * n * 0.75 * 1.5),
+    }  # fmt: skip
+    for fmt, (a, b, c) in expected.items():
+        storage = OperandStorage(
+            activations=fmt, weights=fmt, gradients="dense", index_bits=index_bits
+        )
+        row = simulate(Workload("m", "d", 1, 1, [op]), AcceleratorConfig(storage=storage, **big))
+        row = row.layers[0]
+        assert row.dram_reads_by_operand["ifmap"] == pytest.approx(a)
+        assert row.dram_reads_by_operand["filter"] == pytest.approx(b)
+        assert row.dram_writes_by_operand["ofmap"] == pytest.approx(c)
+
+
+def test_convolutions_without_geometry_keep_im2col_and_the_run_says_so() -> None:
+    accel = PRESETS["edge"]
+    assert accel.conv_operand_traffic == "tensor"
+    im2col = accel.model_copy(update={"conv_operand_traffic": "im2col"})
+    stored_before_geometry = simulate(_conv_workload(1.0, geometry=False), accel)
+    with_geometry = simulate(_conv_workload(1.0), accel)
+    assert stored_before_geometry.notes and "geometry" in stored_before_geometry.notes[0]
+    assert not with_geometry.notes
+    assert stored_before_geometry.to_dict()["notes"] == stored_before_geometry.notes
+    as_im2col = simulate(_conv_workload(1.0), im2col)
+    assert stored_before_geometry.totals.dram_reads == as_im2col.totals.dram_reads
+    assert with_geometry.totals.dram_reads < as_im2col.totals.dram_reads
+
+
+def test_dilated_convolutions_keep_im2col_and_are_named() -> None:
+    ops = lower_conv2d("atrous", 2, 4, 4, 12, 12, 3, 1, padding=2, dilation=2)
+    ops += lower_conv2d("plain", 2, 4, 4, 12, 12, 3, 1, padding=1)
+    result = simulate(Workload("m", "d", 2, 1, ops), PRESETS["edge"])
+    assert result.notes == ["dilated convolutions moved im2col matrices: atrous"]

@@ -95,10 +95,11 @@ class _Feedback:
     def parameters(self) -> list[nn.Parameter]:
         return [self.projection, self.gate_scale, self.gate_shift]
 
-    def output_grad(self, error: Tensor, y: Tensor) -> Tensor:
+    def output_grad(self, error: Tensor, y: Tensor, is_conv: bool) -> Tensor:
         """Predicted dL/dy, shaped like y (autograd on the predictor's parameters)."""
         direct = (error @ self.projection).reshape(y.shape)
-        shape = (1, -1, *([1] * (y.dim() - 2))) if y.dim() > 2 else (1, -1)
+        # channels: dim 1 of a conv's (B, K, H, W), the last dim of a linear layer's output
+        shape = (1, -1, 1, 1) if is_conv else (*([1] * (y.dim() - 1)), -1)
         gate = torch.sigmoid(y * self.gate_scale.reshape(shape) + self.gate_shift.reshape(shape))
         return direct * gate
 
@@ -256,7 +257,7 @@ class AdaGP(Technique):
     def _feedback_of(self, state: _LayerState, classes: int) -> _Feedback:
         if state.feedback is None:
             assert state.y is not None
-            channels = state.y.shape[1]
+            channels = state.y.shape[1] if state.layer.is_conv else state.y.shape[-1]
             per_sample = state.y[0].numel()
             state.feedback = _Feedback(
                 nn.Parameter(torch.zeros(classes, per_sample)),
@@ -277,7 +278,7 @@ class AdaGP(Technique):
                 continue
             feedback = self._feedback_of(state, error.shape[1])
             with torch.set_grad_enabled(with_autograd):
-                raw = feedback.output_grad(error, state.y)
+                raw = feedback.output_grad(error, state.y, state.layer.is_conv)
             scale = feedback.scale if feedback.scale is not None else 1.0
             dy = raw.detach() * scale
             weight_grad = None

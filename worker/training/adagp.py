@@ -62,8 +62,8 @@ What the workload charges (annotate_workload):
   for the next one (`result_copies`); the predicted cosine two more (n=2) on the measured
   batches; the weight update of GP batches (the recorder charges BP batches' only) and the
   `history` running-mean refresh are `weight_updates` extra ops.
-Not charged: the softmax of the output error (classes values per sample) and the predictors'
-Adam step (a few multiply-adds per predictor parameter per BP batch).
+  The predictors' Adam step is charged as four `weight_updates` per predictor parameter per BP
+  batch. The output error needs no extra work: its softmax is the loss's own.
 """
 
 from __future__ import annotations
@@ -499,6 +499,8 @@ class AdaGP(Technique):
             f"{name}.predictor.feedback", TrainingPass.BWD_WEIGHT,
             (classes, batch, per_sample), self.predictor_trainings,
         )  # fmt: skip
+        adam = 4 * sum(p.numel() for p in state.feedback.parameters())
+        add_extra(train, "weight_updates", adam * self.predictor_trainings)
         for op in (project, train):
             if op.executions:
                 ops.add(op)

@@ -41,6 +41,7 @@ DESIGNS: dict[str, list] = {
     "baseline": [BaselineParams()],
     "feedback (default)": [AdaGPParams()],
     "feedback, max GP run 4": [AdaGPParams(max_gp_batches=4)],
+    "feedback, lengthen at 2x reference": [AdaGPParams(lengthen_ratio=2.0, shorten_ratio=1.0)],
     "history (running mean)": [AdaGPParams(predictor="history")],
     "none (control), 1:1 after warm-up": [
         AdaGPParams(
@@ -49,7 +50,7 @@ DESIGNS: dict[str, list] = {
             gp_batches=1,
             min_gp_batches=1,
             max_gp_batches=1,
-        )  # fmt: skip
+        )
     ],
 }
 MODELS = {
@@ -136,6 +137,22 @@ def report(model: str, outcomes: dict[str, dict[int, Outcome]]) -> None:
         print(f"  cosine predicted/reference, last epoch, {design}: " + ", ".join(cells))
 
 
+def _stored_baselines(path: str) -> dict[tuple, Outcome]:
+    stored: dict[tuple, Outcome] = {}
+    with open(path) as rows:
+        for line in rows:
+            row = json.loads(line)
+            if row["design"] != "baseline":
+                continue
+            key = tuple(
+                row[k] for k in ("model", "seed", "train_samples", "test_samples", "epochs")
+            )
+            fields = {k: row[k] for k in Outcome.__dataclass_fields__}
+            fields["cosines"] = {k: tuple(v) for k, v in fields["cosines"].items()}
+            stored[key] = Outcome(**fields)
+    return stored
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 epochs on 3,200 images")
@@ -146,11 +163,17 @@ def main() -> None:
     parser.add_argument("--train-samples", type=int, default=None, help="per model if unset")
     parser.add_argument("--test-samples", type=int, default=5000)
     parser.add_argument("--save", help="append every run's outcome as JSON lines to this file")
+    parser.add_argument(
+        "--baselines",
+        help="JSON lines saved by --save: baseline runs of the same model, seed and sizes are "
+        "read from there instead of trained again (the baseline does not depend on ADA-GP)",
+    )
     args = parser.parse_args()
     engine.configure_threads = lambda: torch.set_num_threads(1)
     designs = ["baseline", *[d for d in args.designs if d != "baseline"]]
     epochs = 3 if args.quick else args.epochs
     default_samples = {"lenet5": 20000, "resnet8": 5000}
+    stored = _stored_baselines(args.baselines) if args.baselines else {}
     for model in args.models:
         samples = 3200 if args.quick else args.train_samples or default_samples[model]
         test = min(args.test_samples, 1000) if args.quick else args.test_samples
@@ -163,13 +186,22 @@ def main() -> None:
                 batch_size=64, seed=seed,
             )  # fmt: skip
             for design in designs:
+                key = (model, seed, samples, test, epochs)
+                if design == "baseline" and key in stored:
+                    outcomes[design][seed] = stored[key]
+                    print(f"  seed {seed} baseline read from {args.baselines}", flush=True)
+                    continue
                 outcome = train(config, design)
                 outcomes[design][seed] = outcome
-                print(f"  seed {seed} {design:<36} acc {outcome.accuracy:.4f} "
-                      f"GP {outcome.gp_fraction:.3f} ({outcome.seconds:.0f} s)", flush=True)  # fmt: skip
+                line = f"acc {outcome.accuracy:.4f} GP {outcome.gp_fraction:.3f}"
+                print(f"  seed {seed} {design:<36} {line} ({outcome.seconds:.0f} s)", flush=True)
                 if args.save:
                     with open(args.save, "a") as out:
-                        row = {"model": model, "seed": seed, "design": design, **vars(outcome)}
+                        row = {
+                            "model": model, "seed": seed, "design": design,
+                            "train_samples": samples, "test_samples": test, "epochs": epochs,
+                            **vars(outcome),
+                        }  # fmt: skip
                         out.write(json.dumps(row) + "\n")
         report(model, outcomes)
 

@@ -135,15 +135,16 @@ class AdaGPParams(_Spec):
         1.0,
         ge=0,
         le=100,
-        description="GP runs lengthen while the predicted gradient's cosine with the true one "
-        "is at least this multiple of the reference (previous BP batch's gradient) cosine",
+        description="GP runs lengthen while every layer's predicted-gradient cosine with the "
+        "true one is at least this multiple of its reference (previous BP batch's gradient) "
+        "cosine",
     )
     shorten_ratio: float = Field(
         0.5,
         ge=0,
         le=100,
-        description="GP runs shorten when the predicted cosine falls below this multiple of "
-        "the reference cosine (or the loss rose)",
+        description="GP runs shorten when some layer's predicted cosine falls below this "
+        "multiple of its reference cosine (or the loss rose)",
     )
     cosine_every: int = Field(
         4,
@@ -163,7 +164,8 @@ class AdaGPParams(_Spec):
     )
     calibrated_scale: bool = Field(
         True,
-        description="scale predictions by their running least-squares gain on true gradients",
+        description="rescale each layer's prediction to norm max(cos, 0) x the running norm of "
+        "its true gradient (cos: its smoothed predicted cosine)",
     )
 
     @model_validator(mode="after")

@@ -26,21 +26,28 @@ Predictors (`predictor`):
 - `none`: a control; GP batches predict zero (the optimiser's momentum still moves weights), to
   tell what a predictor adds over merely skipping batches.
 
-Calibration (`calibrated_scale`): a prediction is multiplied by a running least-squares gain
-<p, g>/<p, p> measured on BP batches (clamped at 0), so a predictor barely correlated with the
-true gradient takes proportionally small steps.
+Calibration (`calibrated_scale`): a layer's predicted gradient p is rescaled to the norm
+max(cos, 0) |g|, cos the layer's smoothed predicted cosine and |g| the running norm of its true
+gradient on BP batches: the least-squares step along the prediction (<p, g>/<p, p> p) with its
+terms averaged over batches, so a predictor barely correlated with the true gradient takes
+proportionally small steps and no step is longer than a true gradient (a running gain
+<p, g>/<p, p> applied to a later, larger p let long GP runs diverge).
 
 Adaptive rule. On every `cosine_every`-th BP batch the cosine between the predicted and the
 true weight gradient (all layers concatenated) is measured; on every BP batch so is a reference
 measured in the same run: the cosine between the previous BP batch's true gradient and this
-one's (what "reuse the last gradient" would reach). Both are smoothed over BP batches
-(momentum `cosine_momentum`). GP may act only after `warmup_epochs`
-and once the training loss has flattened: an epoch whose mean training loss improved on the
-previous epoch's by less than `plateau_improvement` (relative) opens GP for the rest of the run
-(it acts where it hurts least). Then cycles of `bp_batches` BP and a GP run whose length grows by
-one when the smoothed predicted cosine reaches `lengthen_ratio` x the smoothed reference and
-shrinks by one when it falls below `shorten_ratio` x the reference or the loss rose, within
-[min_gp_batches, max_gp_batches].
+one's (what "reuse the last gradient" would reach). Both are smoothed per layer over BP batches
+(momentum `cosine_momentum`), and the rule looks at the worst layer: a layer's predictions
+matter as much as its gradient's share of the update, and the cosine of all layers concatenated
+is dominated by the layer with the largest gradient (the classifier, predicted almost exactly),
+which hid BatchNorm convs predicted at cosine 0.03 on ResNet-8. GP may act only after
+`warmup_epochs` and once the training loss has flattened: an epoch whose mean training loss
+improved on the previous epoch's by less than `plateau_improvement` (relative) opens GP for the
+rest of the run (it acts where it hurts least). Then cycles of `bp_batches` BP and a GP run
+whose length grows by one when every layer's smoothed predicted cosine reaches `lengthen_ratio`
+x its smoothed reference (negative references count as 0) and shrinks by one when some layer's
+falls below `shorten_ratio` x its reference or the loss rose, within [min_gp_batches,
+max_gp_batches].
 
 GP fraction: per epoch, that epoch's GP batches over its batches (warm-up epochs report 0.0), so
 the run's fraction, GP batches over all batches with warm-up included, is the mean over epochs
@@ -82,7 +89,7 @@ from worker.training.layers import GemmLayer
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
 LOSS_RISE_TOLERANCE = 0.1  # a BP loss this much above its running mean counts as rising
-GAIN_MOMENTUM = 0.9
+NORM_MOMENTUM = 0.9  # running norm of the true gradient
 COSINE_DOTS = 5  # <p, g>, <p, p>, <g, g>, <g_prev, g>, <g_prev, g_prev>
 
 
@@ -131,7 +138,9 @@ class _LayerState:
     history: Tensor | None = None  # running mean of true weight gradients (`history`)
     bias_history: Tensor | None = None
     previous: Tensor | None = None  # last BP batch's true weight gradient (the reference)
-    gain: Tensor | None = None  # running least-squares gain of the prediction
+    cosine_mean: float | None = None  # smoothed predicted cosine
+    reference_mean: float | None = None  # smoothed reference cosine
+    grad_norm: float | None = None  # running norm of the true weight gradient
     feedback: _Feedback | None = None
     x: Tensor | None = None  # this batch's input and output (`feedback`)
     y: Tensor | None = None
@@ -177,8 +186,6 @@ class AdaGP(Technique):
         self.gp_open = params.plateau_improvement >= 1.0  # the loss has flattened: GP may act
         self.previous_epoch_loss: float | None = None
         self.loss_mean: float | None = None
-        self.cosine_mean: float | None = None
-        self.reference_mean: float | None = None
         self.labels: Tensor | None = None
         self.logits: Tensor | None = None
         self.optimizer: torch.optim.Optimizer | None = None  # Adam over `feedback` predictors
@@ -243,12 +250,12 @@ class AdaGP(Technique):
             self.epoch.gp += 1
             self.total.gp += 1
         else:
-            cosine, reference = self._learn()
+            cosine = self._learn()
             self.epoch.bp += 1
             self.total.bp += 1
             if cosine is not None:
                 self.epoch.cosines.append(cosine)
-            self._adapt(cosine, reference, loss)
+            self._adapt(loss)
             self.loss_mean = loss if self.loss_mean is None else 0.9 * self.loss_mean + 0.1 * loss
         self._forget_batch()
 
@@ -305,31 +312,43 @@ class AdaGP(Technique):
         predictor = self.params.predictor
         formed = self._predicted_weight_grads(False) if predictor == "feedback" else {}
         for name, state in self.states.items():
-            gain = state.gain if self.params.calibrated_scale and state.gain is not None else 1.0
             bias = state.bias
             if predictor == "history" and state.history is not None:
+                gain = self._gain(state, state.history)
                 state.weight.grad = state.history * gain
                 if bias is not None and state.bias_history is not None:
                     bias.grad = state.bias_history * gain
             elif predictor == "feedback" and name in formed:
-                state.weight.grad = formed[name].weight_grad * gain
+                weight_grad = formed[name].weight_grad
+                assert weight_grad is not None
+                gain = self._gain(state, weight_grad)
+                state.weight.grad = weight_grad * gain
                 if bias is not None:
                     bias.grad = _bias_grad(formed[name].output_grad, state.layer.is_conv) * gain
             elif predictor == "none":
                 state.weight.grad = torch.zeros_like(state.weight)
 
-    def _learn(self) -> tuple[float | None, float | None]:
+    def _gain(self, state: _LayerState, prediction: Tensor) -> float:
+        """The factor that takes a prediction to the calibrated norm max(cos, 0) |g|."""
+        if not self.params.calibrated_scale:
+            return 1.0
+        if state.cosine_mean is None or state.grad_norm is None:
+            return 0.0  # not yet measured: no step
+        norm = float(prediction.norm())
+        return max(state.cosine_mean, 0.0) * state.grad_norm / norm if norm > 0 else 0.0
+
+    def _learn(self) -> float | None:
         """BP batch: measure the reference (every BP batch) and, on every `cosine_every`-th BP
         batch, the predictions against the true gradients; then refresh (history) or train
-        (feedback) the predictors. Returns the overall predicted cosine (None when not
-        measured) and reference cosine (None before a previous gradient exists)."""
+        (feedback) the predictors. Returns the predicted cosine of all layers concatenated (None
+        when not measured)."""
         predictor = self.params.predictor
         measuring = self.total.bp % self.params.cosine_every == 0
         formed: dict[str, _Formed] = {}
         if predictor == "feedback" and self.logits is not None and self.labels is not None:
             formed = self._predicted_weight_grads(True, form_weight=measuring)
         sums = torch.zeros(COSINE_DOTS, dtype=torch.float64)
-        measured = referenced = False
+        measured = False
         for name, state in self.states.items():
             grad = state.weight.grad
             if grad is None:
@@ -344,23 +363,25 @@ class AdaGP(Technique):
                 guess = guess.reshape(-1)
                 dots[0], dots[1] = torch.vdot(guess, true), torch.vdot(guess, guess)
                 state.cosines.append(_cosine(dots[0], dots[1], dots[2]))
-                gain = (dots[0] / dots[1].clamp_min(1e-30)).clamp_min(0.0)
-                old = state.gain
-                state.gain = gain if old is None else _blend(GAIN_MOMENTUM, old, gain)
+                state.cosine_mean = self._smooth(state.cosine_mean, float(state.cosines[-1]))
                 self.predicted_measurements[name] = self.predicted_measurements.get(name, 0) + 1
             if previous is not None:
-                referenced = True
                 dots[3], dots[4] = torch.vdot(previous, true), torch.vdot(previous, previous)
                 state.references.append(_cosine(dots[3], dots[4], dots[2]))
+                state.reference_mean = self._smooth(
+                    state.reference_mean, float(state.references[-1])
+                )
                 self.reference_measurements[name] = self.reference_measurements.get(name, 0) + 1
             sums += dots
+            norm = float(dots[2].sqrt())
+            state.grad_norm = (
+                norm if state.grad_norm is None else _blend(NORM_MOMENTUM, state.grad_norm, norm)
+            )
             state.previous = true.clone()
             self._refresh(state)
         if predictor == "feedback" and formed:
             self._train_feedback(formed)
-        cosine = float(_cosine(sums[0], sums[1], sums[2])) if measured else None
-        reference = float(_cosine(sums[3], sums[4], sums[2])) if referenced else None
-        return cosine, reference
+        return float(_cosine(sums[0], sums[1], sums[2])) if measured else None
 
     def _guess(self, state: _LayerState, formed: _Formed | None) -> Tensor | None:
         """This layer's prediction before the true gradient refreshes it."""
@@ -421,21 +442,26 @@ class AdaGP(Technique):
         self.optimizer.step()
         self.predictor_trainings += 1
 
-    def _adapt(self, cosine: float | None, reference: float | None, loss: float) -> None:
-        momentum = self.params.cosine_momentum
-        if cosine is not None:
-            old = self.cosine_mean
-            self.cosine_mean = cosine if old is None else _blend(momentum, old, cosine)
-        if reference is not None:
-            old = self.reference_mean
-            self.reference_mean = reference if old is None else _blend(momentum, old, reference)
-        if not self.gp_open or self.cosine_mean is None or self.reference_mean is None:
+    def _smooth(self, running: float | None, new: float) -> float:
+        return new if running is None else _blend(self.params.cosine_momentum, running, new)
+
+    def _adapt(self, loss: float) -> None:
+        """Lengthen the GP run when every layer's predictions beat its reference by the
+        lengthen ratio, shorten it when one layer's fall below the shorten ratio (or the loss
+        rose)."""
+        if not self.gp_open:
             return
+        ratios = self.params.lengthen_ratio, self.params.shorten_ratio
+        measured = [s for s in self.states.values() if s.cosine_mean is not None]
+        if not measured or any(s.reference_mean is None for s in measured):
+            return
+        lengthen, shorten = (
+            [s.cosine_mean >= r * max(s.reference_mean, 0.0) for s in measured] for r in ratios
+        )
         rising = self.loss_mean is not None and loss > self.loss_mean * (1 + LOSS_RISE_TOLERANCE)
-        reference_level = max(self.reference_mean, 0.0)
-        if rising or self.cosine_mean < self.params.shorten_ratio * reference_level:
+        if rising or not all(shorten):
             self.gp_run = max(self.gp_run - 1, self.params.min_gp_batches)
-        elif self.cosine_mean >= self.params.lengthen_ratio * reference_level:
+        elif all(lengthen):
             self.gp_run = min(self.gp_run + 1, self.params.max_gp_batches)
 
     # -- figures and workload ------------------------------------------------------------------

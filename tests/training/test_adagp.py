@@ -174,12 +174,27 @@ def test_history_predicts_the_running_mean_of_true_gradients(
     assert torch.allclose(technique.states["fc2"].history, expected, atol=1e-7)
 
 
-def test_predictions_are_calibrated_by_a_non_negative_least_squares_gain(monkeypatch) -> None:
+def test_gp_steps_are_calibrated_to_the_cosine_times_the_true_gradient_norm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     technique = AdaGP(PINNED)
     monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    checked: list[str] = []
+    before_step = technique.before_step
+
+    def checking(step: Step, backward_ran: bool, loss: float) -> None:
+        before_step(step, backward_ran, loss)
+        if backward_ran:
+            return
+        for name, state in technique.states.items():
+            assert state.cosine_mean is not None and state.grad_norm is not None
+            expected = max(state.cosine_mean, 0.0) * state.grad_norm
+            assert float(state.weight.grad.norm()) == pytest.approx(expected, rel=1e-4), name
+            checked.append(name)
+
+    monkeypatch.setattr(technique, "before_step", checking)
     run_training(CONFIG, [PINNED])
-    for state in technique.states.values():
-        assert state.gain is not None and float(state.gain) >= 0.0
+    assert len(checked) == SECOND_EPOCH_GP * len(technique.states)
 
 
 def test_mercury_and_sparsetrain_compose() -> None:

@@ -42,9 +42,7 @@ TECHNIQUES = {
     "sparsetrain": [SparseTrainParams()],
     "adagp": [AdaGPParams()],
     "adagp (GP-dominant)": [
-        AdaGPParams(
-            plateau_improvement=1.0, gp_batches=4, min_gp_batches=4, max_gp_batches=4
-        )
+        AdaGPParams(plateau_improvement=1.0, gp_batches=4, min_gp_batches=4, max_gp_batches=4)
     ],
 }
 

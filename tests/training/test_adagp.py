@@ -1,52 +1,200 @@
-"""ADA-GP: GP batches skip the backward pass; predictors learn; techniques compose."""
+"""ADA-GP: GP batches skip the backward pass while the predictor's own cost appears in the
+workload; the GP fraction counts warm-up; the predictor learns; techniques compose."""
 
 from __future__ import annotations
 
+from collections import Counter
+
+import pytest
 import torch
 
+from backend.specs.accelerator import PRESETS, ZeroSkipping
 from backend.specs.training import AdaGPParams, MercuryParams, SparseTrainParams, TrainingConfig
-from worker.sim.workload import TrainingPass
+from worker.sim.simulate import simulate
+from worker.sim.workload import GemmOp, TrainingPass
 from worker.training import engine, run_training
-from worker.training.adagp import FEATURES, AdaGP, channel_features
+from worker.training.adagp import AdaGP, run_gp_fraction
+from worker.training.results import TrainingResult
+from worker.training.technique import Step
 
 CONFIG = TrainingConfig(
     model="lenet5", dataset="digits", epochs=2, train_samples=640, batch_size=32, seed=2
 )
+# warm-up epoch, then BP GP GP BP GP GP ... (GP opens right after warm-up, run pinned at 2)
+PINNED = AdaGPParams(
+    warmup_epochs=1, plateau_improvement=1.0, gp_batches=2, min_gp_batches=2, max_gp_batches=2
+)
+BATCHES = 20  # per epoch: 640 / 32
+SECOND_EPOCH_GP = 13  # BP GP GP x 6 and a final BP: 7 BP and 13 GP batches
 
 
-def test_channel_folding_gives_one_feature_row_per_output_channel() -> None:
-    assert channel_features(torch.randn(8, 6, 10, 10)).shape == (6, FEATURES)
-    assert channel_features(torch.randn(8, 5, 120)).shape == (120, FEATURES)
+@pytest.fixture
+def backward_counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many backward passes computed each model parameter's gradient (autograd hooks)."""
+    counts: Counter[str] = Counter()
+    build = engine.build_model
+
+    def counting_build(*args: object, **kwargs: object) -> torch.nn.Module:
+        model = build(*args, **kwargs)
+        for name, parameter in model.named_parameters():
+            parameter.register_hook(lambda grad, name=name: counts.update([name]))
+        return model
+
+    monkeypatch.setattr(engine, "build_model", counting_build)
+    return counts
 
 
-def test_gp_batches_skip_backward() -> None:
-    params = AdaGPParams(warmup_epochs=1, gp_batches=2, min_gp_batches=2, max_gp_batches=2)
-    sparse = SparseTrainParams(prune_rate=0.5)  # counts every gradient it really sees
-    result = run_training(CONFIG, [params, sparse])
+def _ops(result: TrainingResult) -> dict[tuple[str, str, str], GemmOp]:
+    return {(op.layer, op.pass_, op.role): op for op in result.workload.ops}
+
+
+def test_gp_batches_skip_the_backward_pass_while_the_predictor_cost_appears_in_the_workload(
+    backward_counts: Counter[str],
+) -> None:
+    sparse = SparseTrainParams(prune_rate=0.5)  # counts every output gradient it really sees
+    result = run_training(CONFIG, [PINNED, sparse])
     warmup, second = result.epochs
     assert warmup.gp_fraction == 0.0
-    assert second.gp_fraction == 13 / 20  # BP GP GP BP GP GP ...: 7 BP and 13 GP batches
-    ops = {(op.layer, op.pass_, op.role): op for op in result.workload.ops}
-    fwd = ops[("fc1", TrainingPass.FWD, "compute")]
-    weight = ops[("fc1", TrainingPass.BWD_WEIGHT, "compute")]
-    assert fwd.executions == result.workload.iterations == 40
-    assert weight.executions == 20 + 7
-    # SparseTrain pruned gradients on exactly those batches: no backward ran on GP batches
-    assert weight.extra_ops["fp_adds"] == 32 * 120
-    predictor = ops[("fc1.predictor.fc2", TrainingPass.FWD, "overhead")]
-    assert predictor.runs_on == "predictor" and predictor.executions == 40
+    assert second.gp_fraction == SECOND_EPOCH_GP / BATCHES
+    bp = 2 * BATCHES - SECOND_EPOCH_GP
+    # autograd computed every parameter's gradient on BP batches only
+    assert set(backward_counts.values()) == {bp}
+    ops = _ops(result)
+    assert ops[("fc1", TrainingPass.FWD, "compute")].executions == result.workload.iterations
+    assert ops[("fc1", TrainingPass.BWD_DATA, "compute")].executions == bp
+    assert "conv1" not in {layer for layer, pass_, _ in ops if pass_ == TrainingPass.BWD_DATA}
+    # GP batches formed dW = dy_pred x^T with the layer's own BWD-WEIGHT GEMM
+    assert ops[("fc1", TrainingPass.BWD_WEIGHT, "compute")].executions == 2 * BATCHES
+    # SparseTrain pruned true gradients on BP batches only
+    assert ops[("fc1", TrainingPass.BWD_WEIGHT, "compute")].extra_ops["fp_adds"] == pytest.approx(
+        bp * 32 * 120 / (2 * BATCHES)
+    )
+    # the predictor: e B on every batch (GP: the prediction, BP: its training), its weight
+    # gradient on BP batches, on the predictor unit
+    project = ops[("conv2.predictor.feedback", TrainingPass.FWD, "overhead")]
+    train = ops[("conv2.predictor.feedback", TrainingPass.BWD_WEIGHT, "overhead")]
+    assert project.runs_on == train.runs_on == "predictor"
+    assert project.executions == 2 * BATCHES and train.executions == bp
+    conv2 = ops[("conv2", TrainingPass.FWD, "compute")]
+    per_sample = conv2.conv.out_channels * conv2.conv.out_h * conv2.conv.out_w
+    assert (project.m, project.k, project.n) == (32, 10, per_sample)
+    # dW_pred formed on the array on every 4th BP batch to measure its cosine
+    measure = ops[("conv2.predictor.measure", TrainingPass.BWD_WEIGHT, "overhead")]
+    assert measure.runs_on == "array" and measure.executions == -(-bp // 4)
     assert -1 <= second.cosine_similarity <= 1
 
 
+def test_simulated_macs_skip_bwd_data_of_gp_batches_and_charge_the_predictor() -> None:
+    """Closed form against the brute-force sum over the workload's GEMMs: a GP batch skips
+    every BWD-DATA, BWD-WEIGHT still runs (on the predicted gradient), the predictor's GEMMs
+    are overhead MACs."""
+    result = run_training(CONFIG, [PINNED])
+    dense = PRESETS["eyeriss-like"].model_copy(
+        update={"zero_skipping": ZeroSkipping(enabled=False)}
+    )
+    totals = simulate(result.workload, dense).totals
+    ops = result.workload.ops
+    gp = SECOND_EPOCH_GP
+    macs = {op.layer + op.pass_.value: op.m * op.k * op.n * op.groups for op in ops}
+    skipped = sum(
+        macs[op.layer + op.pass_.value] * gp
+        for op in ops
+        if op.pass_ == TrainingPass.BWD_DATA and op.role == "compute"
+    )
+    overhead = sum(
+        macs[op.layer + op.pass_.value] * op.executions for op in ops if op.role == "overhead"
+    )
+    assert totals.macs_skipped == pytest.approx(skipped)
+    assert totals.macs_overhead == pytest.approx(overhead)
+    assert overhead > 0
+
+
+def test_gp_fraction_counts_the_warm_up() -> None:
+    result = run_training(CONFIG, [PINNED])
+    fraction = run_gp_fraction([epoch.gp_fraction for epoch in result.epochs])
+    assert fraction == SECOND_EPOCH_GP / (2 * BATCHES)
+    data = next(op for op in result.workload.ops if op.pass_ == TrainingPass.BWD_DATA)
+    assert fraction == pytest.approx(1 - data.executions / result.workload.iterations)
+
+
+def test_the_feedback_predictor_beats_the_previous_batch_reference() -> None:
+    """BP only (the warm-up covers the run): after two epochs the predicted weight gradient is
+    closer to the true one than the previous BP batch's true gradient is, in every layer."""
+    config = CONFIG.model_copy(update={"epochs": 3, "train_samples": 1024})
+    params = AdaGPParams(warmup_epochs=3, cosine_every=1)
+    last = run_training(config, [params]).epochs[-1]
+    assert last.gp_fraction == 0.0
+    for layer, figures in last.per_layer.items():
+        if "cosine" in figures:
+            assert figures["cosine"] > figures["reference_cosine"] + 0.05, layer
+    assert last.per_layer["fc3"]["cosine"] > 0.9  # the classifier's dy is the output error
+
+
 def test_adaptive_rule_moves_the_gp_run_within_bounds() -> None:
-    never_good = AdaGPParams(warmup_epochs=0, gp_batches=3, min_gp_batches=1, max_gp_batches=3,
-                             cos_low=1.0, cos_high=1.0)  # fmt: skip
-    always_good = AdaGPParams(warmup_epochs=0, gp_batches=1, min_gp_batches=1, max_gp_batches=6,
-                              cos_low=-1.0, cos_high=-1.0)  # fmt: skip
+    never_good = AdaGPParams(warmup_epochs=0, plateau_improvement=1.0, gp_batches=3,
+                             min_gp_batches=1, max_gp_batches=3, cosine_every=1,
+                             shorten_ratio=100.0, lengthen_ratio=100.0)  # fmt: skip
+    always_good = AdaGPParams(warmup_epochs=0, plateau_improvement=1.0, gp_batches=1,
+                              min_gp_batches=1, max_gp_batches=6, cosine_every=1,
+                              shorten_ratio=0.0, lengthen_ratio=0.0)  # fmt: skip
     config = CONFIG.model_copy(update={"epochs": 1})
     shrinking = run_training(config, [never_good]).epochs[0].gp_fraction
     growing = run_training(config, [always_good]).epochs[0].gp_fraction
     assert shrinking < 0.6 < growing
+
+
+def test_gp_waits_for_the_training_loss_to_flatten() -> None:
+    technique = AdaGP(AdaGPParams(warmup_epochs=1, plateau_improvement=0.25))
+    for epoch, loss in enumerate((2.0, 1.0, 0.8)):  # improvements: -, 50%, 20%
+        technique.epoch.bp, technique.epoch.loss_sum = 10, 10 * loss
+        technique.end_epoch(epoch, validation_loss=0.0)
+        technique.epoch_figures()
+        assert technique.gp_open == (epoch == 2)
+    assert AdaGP(AdaGPParams(plateau_improvement=1.0)).gp_open
+
+
+def test_history_predicts_the_running_mean_of_true_gradients(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    params = AdaGPParams(predictor="history", warmup_epochs=1, history_momentum=0.5)
+    technique = AdaGP(params)
+    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    grads: list[torch.Tensor] = []
+    before_step = technique.before_step
+
+    def recording(step: Step, backward_ran: bool, loss: float) -> None:
+        grads.append(technique.states["fc2"].weight.grad.clone())
+        before_step(step, backward_ran, loss)
+
+    monkeypatch.setattr(technique, "before_step", recording)
+    run_training(CONFIG.model_copy(update={"epochs": 1}), [params])
+    expected = grads[0]
+    for grad in grads[1:]:
+        expected = 0.5 * expected + 0.5 * grad
+    assert torch.allclose(technique.states["fc2"].history, expected, atol=1e-7)
+
+
+def test_gp_steps_are_calibrated_to_the_cosine_times_the_true_gradient_norm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    technique = AdaGP(PINNED)
+    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    checked: list[str] = []
+    before_step = technique.before_step
+
+    def checking(step: Step, backward_ran: bool, loss: float) -> None:
+        before_step(step, backward_ran, loss)
+        if backward_ran:
+            return
+        for name, state in technique.states.items():
+            assert state.cosine_mean is not None and state.grad_norm is not None
+            expected = max(state.cosine_mean, 0.0) * state.grad_norm
+            assert float(state.weight.grad.norm()) == pytest.approx(expected, rel=1e-4), name
+            checked.append(name)
+
+    monkeypatch.setattr(technique, "before_step", checking)
+    run_training(CONFIG, [PINNED])
+    assert len(checked) == SECOND_EPOCH_GP * len(technique.states)
 
 
 def test_mercury_and_sparsetrain_compose() -> None:
@@ -57,47 +205,3 @@ def test_mercury_and_sparsetrain_compose() -> None:
     assert epoch.per_layer["conv2"]["grad_density_pruned"] < 1
     fwd = next(o for o in result.workload.ops if o.layer == "conv1" and o.pass_ == "fwd")
     assert fwd.reused_row_fraction > 0
-
-
-def test_features_match_per_channel_reductions() -> None:
-    y = torch.randn(4, 3, 8, 8)
-    features = channel_features(y)
-    per_channel = y.transpose(0, 1).reshape(3, -1)
-    assert torch.allclose(features[:, 0], per_channel.mean(1), atol=1e-6)
-    assert torch.allclose(features[:, 1], per_channel.std(1, unbiased=False), atol=1e-5)
-    assert torch.allclose(features[:, 2], per_channel.abs().mean(1), atol=1e-6)
-    assert torch.allclose(features[:, 3], (per_channel > 0).float().mean(1))
-    rows = torch.randn(5, 7, 12)  # a linear layer's (batch, tokens, units) output
-    flat = rows.reshape(-1, 12).T
-    expected = [flat.mean(1), flat.std(1, unbiased=False), flat.abs().mean(1)]
-    assert torch.allclose(channel_features(rows)[:, :3], torch.stack(expected, 1), atol=1e-5)
-    pooled = torch.nn.functional.adaptive_avg_pool2d(y, 4).mean(0).reshape(3, -1)
-    assert torch.allclose(features[:, 4:], pooled, atol=1e-6)
-    for shape in ((4, 3, 10, 10), (2, 5, 7, 5), (3, 2, 3, 2)):  # uneven, overlapping cells
-        odd = torch.randn(shape)
-        pooled = torch.nn.functional.adaptive_avg_pool2d(odd, 4).mean(0).reshape(shape[1], -1)
-        assert torch.allclose(channel_features(odd)[:, 4:], pooled, atol=1e-6)
-
-
-def test_gp_switches_off_while_predictions_are_poor_and_resumes_when_good() -> None:
-    config = CONFIG.model_copy(update={"epochs": 2})
-    poor = AdaGPParams(warmup_epochs=0, cos_low=1.0, cos_high=1.0)  # every cosine is "poor"
-    assert poor.min_gp_batches == 0
-    first, second = run_training(config, [poor]).epochs
-    assert 0 < first.gp_fraction < 0.2  # the initial GP run shrinks to nothing
-    assert second.gp_fraction == 0.0
-    good = AdaGPParams(warmup_epochs=0, gp_batches=0, cos_low=-1.0, cos_high=-1.0)
-    assert run_training(config, [good]).epochs[-1].gp_fraction > 0.5  # grows back from 0
-
-
-def test_predictions_are_calibrated_by_their_least_squares_gain(monkeypatch) -> None:
-    params = AdaGPParams(warmup_epochs=1, gp_batches=1, min_gp_batches=1, max_gp_batches=1)
-    technique = AdaGP(params)
-    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
-    run_training(CONFIG, [params])
-    for predictor in technique.predictors.values():
-        assert predictor.gain is not None and predictor.scale is not None
-        assert float(predictor.gain) >= 0.0  # an anti-correlated predictor takes no step
-        calibrated = predictor.prediction(True)
-        raw = predictor.prediction(False)
-        assert torch.allclose(calibrated, raw * predictor.gain, rtol=1e-5, atol=1e-12)

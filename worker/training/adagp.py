@@ -1,155 +1,176 @@
 """ADA-GP: alternate backpropagated (BP) and predicted (GP) gradients, adaptively.
 
-Each conv/linear layer has a small MLP predictor. Tensor reorganisation: the output-channel
-dimension is folded into the predictor's batch, so the predictor maps one channel's pooled
-output features to that channel's filter gradient (C*R*S values), for all K channels at once.
+A GP batch runs the forward pass only: no autograd graph, no BWD-DATA, no backward through the
+network; each conv/linear layer's weight (and bias) gradient comes from its predictor and the
+optimiser steps on it. A BP batch is ordinary backprop; its true gradients train (or refresh)
+the predictors and measure how good their predictions are.
 
-- BP batch: ordinary backprop; each predictor then trains on the true gradients (MSE on the
-  gradient divided by a running RMS scale, Adam), and the cosine similarity between its
-  prediction and the true gradient is logged.
-- GP batch: forward only (no autograd graph, no backward pass); each layer's predicted gradient
-  becomes its weight gradient for the optimiser step. Biases and normalisation parameters keep
-  their values on GP batches (no predictor for them).
-- Calibrated scale (`calibrated_scale`, default on): a prediction is multiplied by a running
-  least-squares gain <p, g>/<p, p> measured on BP batches (clamped at 0), so a predictor whose
-  output is barely correlated with the true gradient takes proportionally small steps instead
-  of full-size noisy ones.
-- Schedule: `warmup_epochs` of BP only, then cycles of `bp_batches` BP and a GP run whose length
-  grows by one when the BP batch's cosine exceeds `cos_high` and shrinks by one when it falls
-  below `cos_low` or the loss rose, within [min_gp_batches, max_gp_batches]. The default
-  min_gp_batches is 0 (it was 1): while predictions stay poor GP switches off entirely, since a
-  forced GP batch per cycle cost LeNet-5 on digits 14 accuracy points; BP batches keep training
-  the predictors and measuring the cosine, and GP resumes once the cosine exceeds cos_high.
-- Features are per-channel reductions of the output (mean, std, mean |y|, fraction positive,
-  batch-mean map pooled to 4 x 4), read in one compiled pass: their cost must stay small next
-  to the layer's own GEMM.
+Predictors (`predictor`):
+- `feedback` (default): per sample, the gradient at the layer's output is predicted from the
+  output error e = softmax(logits) - onehot(label) (the labels enter here) through a learned
+  per-position linear map, gated per element by a learned sigmoid of the layer's own output
+  (where the downstream ReLU is off no gradient flows):  dy_pred = (e B_l) * sigmoid(a_k y + c_k).
+  The weight gradient is then formed on the array, dW = dy_pred x^T, a real BWD-WEIGHT GEMM; only
+  BWD-DATA is skipped. B_l (zero at the start), a and c are trained by regression (MSE on the
+  gradient divided by its running RMS, Adam) on the true output gradients of BP batches, as
+  synthetic gradients are (Jaderberg et al. 2017); it is learned direct feedback (Nokland 2016
+  uses a fixed random B). Per layer it sees what determines dW = sum dy x^T: each sample's input
+  x, its output y and, through e, its label. Measured on LeNet-5/MNIST its cosine with the true
+  dW is 0.3-0.5 (convs), 0.5-0.75 (hidden linear layers) and 0.96+ (classifier), against
+  0.1-0.45 for the previous BP batch's gradient.
+- `history`: the prediction is a running mean (momentum `history_momentum`) of the layer's true
+  gradients on BP batches, refreshed by every true gradient; no GEMM, a multiply-add per weight
+  per BP batch. Measured under SGD with momentum 0.9 its cosine with the next true gradient is
+  negative (-0.05 to -0.13 on LeNet-5/MNIST): the optimiser's momentum has already followed the
+  mean, the next gradient pushes back, so the adaptive rule keeps it off.
+- `none`: a control; GP batches predict zero (the optimiser's momentum still moves weights), to
+  tell what a predictor adds over merely skipping batches.
+
+Calibration (`calibrated_scale`): a layer's predicted gradient p is rescaled to the norm
+max(cos, 0) |g|, cos the layer's smoothed predicted cosine and |g| the running norm of its true
+gradient on BP batches: the least-squares step along the prediction (<p, g>/<p, p> p) with its
+terms averaged over batches, so a predictor barely correlated with the true gradient takes
+proportionally small steps and no step is longer than a true gradient (a running gain
+<p, g>/<p, p> applied to a later, larger p let long GP runs diverge).
+
+Adaptive rule. On every `cosine_every`-th BP batch the cosine between the predicted and the
+true weight gradient (all layers concatenated) is measured; on every BP batch so is a reference
+measured in the same run: the cosine between the previous BP batch's true gradient and this
+one's (what "reuse the last gradient" would reach). Both are smoothed per layer over BP batches
+(momentum `cosine_momentum`), and the rule looks at the worst layer: a layer's predictions
+matter as much as its gradient's share of the update, and the cosine of all layers concatenated
+is dominated by the layer with the largest gradient (the classifier, predicted almost exactly),
+which hid BatchNorm convs predicted at cosine 0.03 on ResNet-8. GP may act only after
+`warmup_epochs` and once the training loss has flattened: an epoch whose mean training loss
+improved on the previous epoch's by less than `plateau_improvement` (relative) opens GP for the
+rest of the run (it acts where it hurts least). Then cycles of `bp_batches` BP and a GP run
+whose length grows by one when every layer's smoothed predicted cosine reaches `lengthen_ratio`
+x its smoothed reference (negative references count as 0) and shrinks by one when some layer's
+falls below `shorten_ratio` x its reference or the loss rose, within [min_gp_batches,
+max_gp_batches].
+
+GP fraction: per epoch, that epoch's GP batches over its batches (warm-up epochs report 0.0), so
+the run's fraction, GP batches over all batches with warm-up included, is the mean over epochs
+(`run_gp_fraction`). Per layer and epoch, `cosine` and `reference_cosine` (means over the
+epoch's BP batches) are stored in the epoch's per-layer figures.
+
+What the workload charges (annotate_workload):
+- the recorder counts FWD on every batch and BWD-DATA / BWD-WEIGHT on BP batches only, so GP
+  batches' backward passes are skipped MACs;
+- `feedback`: on GP batches the dW = dy_pred x^T product ran, so the layer's BWD-WEIGHT compute
+  GEMM gets those executions too (its operand density becomes the execution-weighted mean of the
+  measured true-gradient density and 1.0 for the dense predicted gradient); on BP batches the
+  same product is formed to measure the cosine, an overhead GEMM on the array; the predictor's
+  GEMMs run on the predictor unit: e B_l (FWD, every batch: the prediction is formed on GP
+  batches and for training on BP batches) and its weight gradient (BWD-WEIGHT, BP batches); the
+  gate's elementwise work is extra ops;
+- every predictor: the reference on every BP batch is three dot products over the layer's
+  weights (a predictor-unit GEMM m=1, k=weights, n=3) plus a copy of the true gradient kept
+  for the next one (`result_copies`); the predicted cosine two more (n=2) on the measured
+  batches; the weight update of GP batches (the recorder charges BP batches' only) and the
+  `history` running-mean refresh are `weight_updates` extra ops.
+  The predictors' Adam step is charged as four `weight_updates` per predictor parameter per BP
+  batch. The output error needs no extra work: its softmax is the loss's own.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-import numba
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from backend.specs.training import AdaGPParams
 from worker.sim.workload import GemmOp, TrainingPass
-from worker.training.compiled import compiled
 from worker.training.layers import GemmLayer
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
-POOLED_GRID = 4  # a conv channel's output map is average-pooled to 4 x 4 (batch mean)
-FEATURES = POOLED_GRID * POOLED_GRID + 4
-SCALE_MOMENTUM = 0.9
 LOSS_RISE_TOLERANCE = 0.1  # a BP loss this much above its running mean counts as rising
+NORM_MOMENTUM = 0.9  # running norm of the true gradient
+COSINE_DOTS = 5  # <p, g>, <p, p>, <g, g>, <g_prev, g>, <g_prev, g_prev>
 
 
-def channel_features(y: Tensor) -> Tensor:
-    """(K, FEATURES) float32: per output channel, mean, std, mean |y|, fraction positive and
-    (conv) the batch-mean output map average-pooled to a 4 x 4 grid (as adaptive_avg_pool2d).
-
-    Computed on every batch for every layer, so their cost must stay small next to the layer's
-    own GEMM: one compiled pass over the output, in float64, instead of a dozen tensor
-    operations whose fixed costs alone matched a small layer's convolution.
-    """
-    values = y.detach().contiguous().numpy()
-    channels = y.shape[1] if y.dim() == 4 else y.shape[-1]
-    features = np.empty((channels, FEATURES), dtype=np.float32)
-    if y.dim() == 4:
-        _conv_features(values, features)
-    else:
-        _linear_features(values.reshape(-1, channels), features)
-    return torch.from_numpy(features)
+def _blend(momentum: float, running: Any, new: Any) -> Any:  # floats or tensors
+    return momentum * running + (1 - momentum) * new
 
 
-@numba.njit(inline="always")
-def _write_stats(
-    out: np.ndarray, k: int, count: int, total: float, squares: float, positives: float,
-    positive_sum: float,
-) -> None:  # fmt: skip
-    mean = total / count
-    out[k, 0] = mean
-    out[k, 1] = math.sqrt(max(squares / count - mean * mean, 0.0))
-    out[k, 2] = 2.0 * positive_sum / count - mean  # mean |y| = 2 E[max(y, 0)] - E[y]
-    out[k, 3] = positives / count
-
-
-@compiled(fastmath={"reassoc"})  # reassoc lets the sums be vectorised
-def _conv_features(y: np.ndarray, out: np.ndarray) -> None:
-    batch, channels, height, width = y.shape
-    count = batch * height * width
-    summed_map = np.empty((height, width))
-    for k in range(channels):
-        summed_map[:] = 0.0
-        squares, positives, positive_sum = 0.0, 0.0, 0.0
-        for b in range(batch):
-            for h in range(height):
-                for w in range(width):
-                    value = np.float64(y[b, k, h, w])
-                    summed_map[h, w] += value
-                    squares += value * value
-                    positives += 1.0 if value > 0.0 else 0.0
-                    positive_sum += max(value, 0.0)
-        _write_stats(out, k, count, summed_map.sum(), squares, positives, positive_sum)
-        for i in range(POOLED_GRID):  # adaptive pooling: cell i spans [floor, ceil) of i/4
-            top, bottom = i * height // POOLED_GRID, -(-(i + 1) * height // POOLED_GRID)
-            for j in range(POOLED_GRID):
-                left, right = j * width // POOLED_GRID, -(-(j + 1) * width // POOLED_GRID)
-                cell = summed_map[top:bottom, left:right]
-                out[k, 4 + i * POOLED_GRID + j] = cell.sum() / (cell.size * batch)
-
-
-@compiled(fastmath={"reassoc"})
-def _linear_features(rows: np.ndarray, out: np.ndarray) -> None:
-    count, channels = rows.shape
-    totals, squares = np.zeros(channels), np.zeros(channels)
-    positives, positive_sums = np.zeros(channels), np.zeros(channels)
-    for r in range(count):
-        for k in range(channels):
-            value = np.float64(rows[r, k])
-            totals[k] += value
-            squares[k] += value * value
-            positives[k] += 1.0 if value > 0.0 else 0.0
-            positive_sums[k] += max(value, 0.0)
-    for k in range(channels):
-        _write_stats(out, k, count, totals[k], squares[k], positives[k], positive_sums[k])
-        out[k, 4:] = 0.0  # no spatial map
+def _cosine(dot: Tensor, a_squares: Tensor, b_squares: Tensor) -> Tensor:
+    return dot / (a_squares * b_squares).sqrt().clamp_min(1e-30)
 
 
 @dataclass
-class _Predictor:
-    network: nn.Sequential
-    weight: nn.Parameter
-    scale: Tensor | None = None  # running RMS of the true gradient
-    gain: Tensor | None = None  # running least-squares gain of the prediction (calibration)
-    features: Tensor | None = None
-    predicted: Tensor | None = None
-    output_elements: int = 0
-    cosines: list[Tensor] = field(default_factory=list)  # per BP batch of this epoch
+class _Feedback:
+    """The `feedback` predictor of one layer: dy_pred = (e B) * sigmoid(a y + c)."""
 
-    def prediction(self, calibrated: bool) -> Tensor:
-        """The predicted weight gradient for this batch's features (no autograd)."""
-        assert self.features is not None and self.scale is not None
-        factor = self.scale * self.gain if calibrated and self.gain is not None else self.scale
-        with torch.no_grad():
-            guess = self.network(self.features).mul_(factor)
-        return guess.reshape(self.weight.shape)
+    projection: nn.Parameter  # B: (classes, output elements per sample)
+    gate_scale: nn.Parameter  # a: (channels,)
+    gate_shift: nn.Parameter  # c: (channels,)
+    scale: Tensor | None = None  # running RMS of the true output gradient
+
+    def parameters(self) -> list[nn.Parameter]:
+        return [self.projection, self.gate_scale, self.gate_shift]
+
+    def output_grad(self, error: Tensor, y: Tensor, is_conv: bool) -> Tensor:
+        """Predicted dL/dy, shaped like y (autograd on the predictor's parameters)."""
+        direct = (error @ self.projection).reshape(y.shape)
+        # channels: dim 1 of a conv's (B, K, H, W), the last dim of a linear layer's output
+        shape = (1, -1, 1, 1) if is_conv else (*([1] * (y.dim() - 1)), -1)
+        gate = torch.sigmoid(y * self.gate_scale.reshape(shape) + self.gate_shift.reshape(shape))
+        return direct * gate
+
+
+@dataclass
+class _Formed:
+    """`feedback` on one batch: the predictor's raw output (autograd on its parameters), the
+    predicted output gradient and the weight gradient formed from it on the array."""
+
+    raw: Tensor
+    output_grad: Tensor
+    weight_grad: Tensor | None
+
+
+@dataclass
+class _LayerState:
+    layer: GemmLayer
+    history: Tensor | None = None  # running mean of true weight gradients (`history`)
+    bias_history: Tensor | None = None
+    previous: Tensor | None = None  # last BP batch's true weight gradient (the reference)
+    cosine_mean: float | None = None  # smoothed predicted cosine
+    reference_mean: float | None = None  # smoothed reference cosine
+    grad_norm: float | None = None  # running norm of the true weight gradient
+    feedback: _Feedback | None = None
+    x: Tensor | None = None  # this batch's input and output (`feedback`)
+    y: Tensor | None = None
+    true_output_grad: Tensor | None = None
+    output_elements: int = 0  # summed over the training (`feedback` gate work)
+    cosines: list[Tensor] = field(default_factory=list)  # this epoch's BP batches
+    references: list[Tensor] = field(default_factory=list)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        return self.layer.weight
+
+    @property
+    def bias(self) -> Tensor | None:
+        return self.layer.inner.bias
 
 
 @dataclass
 class _Counts:
     bp: int = 0
     gp: int = 0
-    predictor_bp: int = 0  # BP batches on which the predictors trained
+    loss_sum: float = 0.0
     cosines: list[float] = field(default_factory=list)
 
 
-def _blend(running: Tensor, new: Tensor) -> Tensor:
-    return SCALE_MOMENTUM * running + (1 - SCALE_MOMENTUM) * new
+def run_gp_fraction(gp_fractions: Sequence[float | None]) -> float:
+    """GP batches / all batches of a run (warm-up included) from its per-epoch fractions (every
+    epoch has the same number of batches)."""
+    values = [v or 0.0 for v in gp_fractions]
+    return sum(values) / len(values) if values else 0.0
 
 
 class AdaGP(Technique):
@@ -157,36 +178,32 @@ class AdaGP(Technique):
 
     def __init__(self, params: AdaGPParams) -> None:
         self.params = params
-        self.predictors: dict[str, _Predictor] = {}
+        self.states: dict[str, _LayerState] = {}
         self.gp_run = params.gp_batches
         self.phase_is_gp = True
         self.phase_left = 0
         self.predicting = False  # this batch is a GP batch
+        self.gp_open = params.plateau_improvement >= 1.0  # the loss has flattened: GP may act
+        self.previous_epoch_loss: float | None = None
         self.loss_mean: float | None = None
-        self.optimizer: torch.optim.Optimizer | None = None  # one Adam over all predictors
+        self.labels: Tensor | None = None
+        self.logits: Tensor | None = None
+        self.optimizer: torch.optim.Optimizer | None = None  # Adam over `feedback` predictors
         self.epoch = _Counts()
         self.total = _Counts()
+        # per layer: BP batches on which the predicted / reference cosine was measured
+        self.predicted_measurements: dict[str, int] = {}
+        self.reference_measurements: dict[str, int] = {}
+        self.predictor_trainings = 0  # BP batches on which `feedback` predictors trained
+        self.weight_formations: dict[str, int] = {}  # BP batches that formed dW_pred (measuring)
 
+    # -- setup and schedule --------------------------------------------------------------------
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
-        with torch.random.fork_rng():
-            torch.manual_seed(seed + 4)
-            for layer in layers:
-                outputs = layer.weight[0].numel()
-                network = nn.Sequential(
-                    nn.Linear(FEATURES, self.params.predictor_hidden),
-                    nn.ReLU(),
-                    nn.Linear(self.params.predictor_hidden, outputs),
-                )
-                self.predictors[layer.name] = _Predictor(network, layer.weight)
-        # Adam is element-wise, so one optimiser stepping every predictor on the sum of their
-        # losses equals one per predictor, with one backward and one step per batch; fused, the
-        # step is one kernel over all predictors instead of a Python loop over their tensors.
-        parameters = [p for pr in self.predictors.values() for p in pr.network.parameters()]
-        if parameters:
-            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr, fused=True)
+        self.states = {layer.name: _LayerState(layer) for layer in layers}
 
     def start_batch(self, step: Step) -> None:
-        if step.epoch < self.params.warmup_epochs:
+        self.labels = step.labels
+        if step.epoch < self.params.warmup_epochs or not self.gp_open:
             self.predicting = False
             return
         if self.phase_left == 0:
@@ -198,97 +215,256 @@ class AdaGP(Technique):
     def runs_backward(self, step: Step) -> bool:
         return not self.predicting
 
-    def after_forward(self, layer: GemmLayer, x: Tensor, y: Tensor) -> None:
-        predictor = self.predictors.get(layer.name)
-        if predictor is None:
+    def end_epoch(self, epoch: int, validation_loss: float) -> None:
+        batches = self.epoch.bp + self.epoch.gp
+        if not batches:
             return
-        predictor.features = channel_features(y.detach())
-        predictor.output_elements += y.numel()
-        if self.predicting and predictor.scale is not None:
-            predictor.predicted = predictor.prediction(self.params.calibrated_scale)
+        loss = self.epoch.loss_sum / batches
+        previous, self.previous_epoch_loss = self.previous_epoch_loss, loss
+        if epoch + 1 < self.params.warmup_epochs or previous is None or previous <= 0:
+            return
+        if (previous - loss) / previous < self.params.plateau_improvement:
+            self.gp_open = True
 
+    # -- per layer -----------------------------------------------------------------------------
+    def after_forward(self, layer: GemmLayer, x: Tensor, y: Tensor) -> None:
+        state = self.states.get(layer.name)
+        if state is None:
+            return
+        self.logits = y  # the last GEMM layer's output is the classifier's logits
+        if self.params.predictor == "feedback":
+            state.x, state.y = x.detach(), y.detach()
+            state.output_elements += y.numel()
+
+    def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor:
+        state = self.states.get(layer.name)
+        if state is not None and self.params.predictor == "feedback":
+            state.true_output_grad = grad.detach()
+        return grad
+
+    # -- the step ------------------------------------------------------------------------------
     def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
+        self.epoch.loss_sum += loss
         if not backward_ran:
-            for predictor in self.predictors.values():
-                predictor.weight.grad = predictor.predicted
-                predictor.predicted = None
+            self._predict()
             self.epoch.gp += 1
             self.total.gp += 1
-            return
-        cosine = self._train_predictors()
-        self.epoch.bp += 1
-        self.total.bp += 1
-        if cosine is not None:
-            self.epoch.cosines.append(cosine)
-            self.total.predictor_bp += 1
-            if step.epoch >= self.params.warmup_epochs:
-                self._adapt(cosine, loss)
-        self.loss_mean = loss if self.loss_mean is None else 0.9 * self.loss_mean + 0.1 * loss
+        else:
+            cosine = self._learn()
+            self.epoch.bp += 1
+            self.total.bp += 1
+            if cosine is not None:
+                self.epoch.cosines.append(cosine)
+            self._adapt(loss)
+            self.loss_mean = loss if self.loss_mean is None else 0.9 * self.loss_mean + 0.1 * loss
+        self._forget_batch()
 
-    def _train_predictors(self) -> float | None:
-        """One Adam step per predictor on this batch's true gradients; the cosine similarity
-        of all predicted (before the step) and true weight gradients."""
-        trained: list[_Predictor] = []
-        losses: list[Tensor] = []
-        products: list[Tensor] = []  # per predictor: <guess, target>, |guess|^2, |true|^2
-        for predictor in self.predictors.values():
-            grad = predictor.weight.grad
-            if grad is None or predictor.features is None:
+    def _forget_batch(self) -> None:
+        self.logits = self.labels = None
+        for state in self.states.values():
+            state.x = state.y = state.true_output_grad = None
+
+    def _output_error(self) -> Tensor:
+        """dL/dlogits of the mean cross-entropy: (softmax - onehot) / batch."""
+        assert self.logits is not None and self.labels is not None
+        logits = self.logits.detach().reshape(len(self.labels), -1)
+        error = torch.softmax(logits, 1)
+        error[torch.arange(len(self.labels)), self.labels] -= 1.0
+        return error / len(self.labels)
+
+    def _feedback_of(self, state: _LayerState, classes: int) -> _Feedback:
+        if state.feedback is None:
+            assert state.y is not None
+            channels = state.y.shape[1] if state.layer.is_conv else state.y.shape[-1]
+            per_sample = state.y[0].numel()
+            state.feedback = _Feedback(
+                nn.Parameter(torch.zeros(classes, per_sample)),
+                nn.Parameter(torch.zeros(channels)),
+                nn.Parameter(torch.zeros(channels)),
+            )
+        return state.feedback
+
+    def _predicted_weight_grads(
+        self, with_autograd: bool, form_weight: bool = True
+    ) -> dict[str, _Formed]:
+        """`feedback`: per layer, the predicted output gradient and (if `form_weight`) the
+        weight gradient formed from it."""
+        error = self._output_error()
+        out: dict[str, _Formed] = {}
+        for name, state in self.states.items():
+            if state.y is None or state.x is None:
                 continue
-            true = grad.reshape(grad.shape[0], -1)
-            true_squares = torch.vdot(grad.reshape(-1), grad.reshape(-1))
-            if predictor.scale is None:
-                rms = (true_squares / grad.numel()).sqrt()
-                predictor.scale = torch.where(rms > 0, rms, 1.0)
-            guess = predictor.network(predictor.features)
-            target = true / predictor.scale
-            losses.append(F.mse_loss(guess, target))
-            flat_guess = guess.detach().reshape(-1)
-            products += [
-                torch.vdot(flat_guess, target.reshape(-1)),
-                torch.vdot(flat_guess, flat_guess),
-                true_squares,
+            feedback = self._feedback_of(state, error.shape[1])
+            with torch.set_grad_enabled(with_autograd):
+                raw = feedback.output_grad(error, state.y, state.layer.is_conv)
+            scale = feedback.scale if feedback.scale is not None else 1.0
+            dy = raw.detach() * scale
+            weight_grad = None
+            if form_weight:
+                weight_grad = _weight_grad(state.layer, state.x, dy)
+                if with_autograd:  # a BP batch: formed only to measure the cosine
+                    self.weight_formations[name] = self.weight_formations.get(name, 0) + 1
+            out[name] = _Formed(raw, dy, weight_grad)
+        return out
+
+    def _predict(self) -> None:
+        """GP batch: every layer's predicted gradient becomes its `.grad`."""
+        predictor = self.params.predictor
+        formed = self._predicted_weight_grads(False) if predictor == "feedback" else {}
+        for name, state in self.states.items():
+            bias = state.bias
+            if predictor == "history" and state.history is not None:
+                gain = self._gain(state, state.history)
+                state.weight.grad = state.history * gain
+                if bias is not None and state.bias_history is not None:
+                    bias.grad = state.bias_history * gain
+            elif predictor == "feedback" and name in formed:
+                weight_grad = formed[name].weight_grad
+                assert weight_grad is not None
+                gain = self._gain(state, weight_grad)
+                state.weight.grad = weight_grad * gain
+                if bias is not None:
+                    bias.grad = _bias_grad(formed[name].output_grad, state.layer.is_conv) * gain
+            elif predictor == "none":
+                state.weight.grad = torch.zeros_like(state.weight)
+
+    def _gain(self, state: _LayerState, prediction: Tensor) -> float:
+        """The factor that takes a prediction to the calibrated norm max(cos, 0) |g|."""
+        if not self.params.calibrated_scale:
+            return 1.0
+        if state.cosine_mean is None or state.grad_norm is None:
+            return 0.0  # not yet measured: no step
+        norm = float(prediction.norm())
+        return max(state.cosine_mean, 0.0) * state.grad_norm / norm if norm > 0 else 0.0
+
+    def _learn(self) -> float | None:
+        """BP batch: measure the reference (every BP batch) and, on every `cosine_every`-th BP
+        batch, the predictions against the true gradients; then refresh (history) or train
+        (feedback) the predictors. Returns the predicted cosine of all layers concatenated (None
+        when not measured)."""
+        predictor = self.params.predictor
+        measuring = self.total.bp % self.params.cosine_every == 0
+        formed: dict[str, _Formed] = {}
+        if predictor == "feedback" and self.logits is not None and self.labels is not None:
+            formed = self._predicted_weight_grads(True, form_weight=measuring)
+        sums = torch.zeros(COSINE_DOTS, dtype=torch.float64)
+        measured = False
+        for name, state in self.states.items():
+            grad = state.weight.grad
+            if grad is None:
+                continue
+            true = grad.detach().reshape(-1)
+            guess = self._guess(state, formed.get(name)) if measuring else None
+            previous = state.previous
+            dots = torch.zeros(COSINE_DOTS, dtype=torch.float64)
+            dots[2] = torch.vdot(true, true)
+            if guess is not None:
+                measured = True
+                guess = guess.reshape(-1)
+                dots[0], dots[1] = torch.vdot(guess, true), torch.vdot(guess, guess)
+                state.cosines.append(_cosine(dots[0], dots[1], dots[2]))
+                state.cosine_mean = self._smooth(state.cosine_mean, float(state.cosines[-1]))
+                self.predicted_measurements[name] = self.predicted_measurements.get(name, 0) + 1
+            if previous is not None:
+                dots[3], dots[4] = torch.vdot(previous, true), torch.vdot(previous, previous)
+                state.references.append(_cosine(dots[3], dots[4], dots[2]))
+                state.reference_mean = self._smooth(
+                    state.reference_mean, float(state.references[-1])
+                )
+                self.reference_measurements[name] = self.reference_measurements.get(name, 0) + 1
+            sums += dots
+            norm = float(dots[2].sqrt())
+            state.grad_norm = (
+                norm if state.grad_norm is None else _blend(NORM_MOMENTUM, state.grad_norm, norm)
+            )
+            state.previous = true.clone()
+            self._refresh(state)
+        if predictor == "feedback" and formed:
+            self._train_feedback(formed)
+        return float(_cosine(sums[0], sums[1], sums[2])) if measured else None
+
+    def _guess(self, state: _LayerState, formed: _Formed | None) -> Tensor | None:
+        """This layer's prediction before the true gradient refreshes it."""
+        predictor = self.params.predictor
+        if predictor == "history":
+            return state.history
+        if predictor == "feedback" and formed is not None:
+            return formed.weight_grad if self.feedback_trained(state) else None
+        if predictor == "none":
+            return torch.zeros_like(state.weight)
+        return None
+
+    @staticmethod
+    def feedback_trained(state: _LayerState) -> bool:
+        return state.feedback is not None and state.feedback.scale is not None
+
+    def _refresh(self, state: _LayerState) -> None:
+        if self.params.predictor != "history":
+            return
+        grad, momentum = state.weight.grad.detach(), self.params.history_momentum
+        state.history = (
+            grad.clone()
+            if state.history is None
+            else state.history.mul_(momentum).add_(grad, alpha=1 - momentum)
+        )
+        bias = state.bias
+        if bias is not None and bias.grad is not None:
+            bgrad = bias.grad.detach()
+            state.bias_history = (
+                bgrad.clone()
+                if state.bias_history is None
+                else state.bias_history.mul_(momentum).add_(bgrad, alpha=1 - momentum)
+            )
+
+    def _train_feedback(self, formed: dict[str, _Formed]) -> None:
+        """One Adam step of every `feedback` predictor: MSE between its raw output and the true
+        output gradient divided by a running RMS scale."""
+        losses = []
+        for name, prediction in formed.items():
+            state = self.states[name]
+            target, feedback = state.true_output_grad, state.feedback
+            if target is None or feedback is None:
+                continue
+            rms = target.square().mean().sqrt()
+            rms = torch.where(rms > 0, rms, 1.0)
+            old = feedback.scale
+            feedback.scale = rms if old is None else 0.9 * old + 0.1 * rms
+            losses.append(F.mse_loss(prediction.raw, target / feedback.scale))
+        if not losses:
+            return
+        if self.optimizer is None:
+            parameters = [
+                p for s in self.states.values() if s.feedback for p in s.feedback.parameters()
             ]
-            trained.append(predictor)
-        if not losses or self.optimizer is None:
-            return None
+            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr)
         self.optimizer.zero_grad(set_to_none=True)
         torch.stack(losses).sum().backward()
         self.optimizer.step()
-        with torch.no_grad():
-            return self._update_running(trained, *torch.stack(products).reshape(-1, 3).unbind(1))
+        self.predictor_trainings += 1
 
-    @staticmethod
-    def _update_running(
-        trained: list[_Predictor], dots: Tensor, guess_squares: Tensor, true_squares: Tensor
-    ) -> float:
-        """Cosines, gains and RMS scales of all trained predictors at once (vectors with one
-        entry per predictor); returns the overall cosine."""
-        scales = torch.stack([p.scale for p in trained if p.scale is not None])
-        target_squares = true_squares / scales.square()
-        cosines = dots / ((guess_squares * target_squares).sqrt() + 1e-30)
-        gains = (dots / (guess_squares + 1e-30)).clamp_min_(0.0)
-        known = [p.gain is not None for p in trained]
-        if any(known):  # a predictor's first gain is its first measurement
-            pairs = zip(trained, gains, strict=True)
-            previous = torch.stack([g if p.gain is None else p.gain for p, g in pairs])
-            gains = torch.where(torch.tensor(known), _blend(previous, gains), gains)
-        sizes = torch.tensor([p.weight.numel() for p in trained], dtype=scales.dtype)
-        scales = _blend(scales, (true_squares / sizes).sqrt())
-        columns = (scales.unbind(), gains.unbind(), cosines.unbind())
-        for predictor, scale, gain, cosine in zip(trained, *columns, strict=True):
-            predictor.scale, predictor.gain = scale, gain
-            predictor.cosines.append(cosine)
-        norms = (guess_squares.sum() * target_squares.sum()).sqrt()
-        return float(dots.sum() / norms.clamp_min(1e-30))
+    def _smooth(self, running: float | None, new: float) -> float:
+        return new if running is None else _blend(self.params.cosine_momentum, running, new)
 
-    def _adapt(self, cosine: float, loss: float) -> None:
+    def _adapt(self, loss: float) -> None:
+        """Lengthen the GP run when every layer's predictions beat its reference by the
+        lengthen ratio, shorten it when one layer's fall below the shorten ratio (or the loss
+        rose)."""
+        if not self.gp_open:
+            return
+        ratios = self.params.lengthen_ratio, self.params.shorten_ratio
+        measured = [s for s in self.states.values() if s.cosine_mean is not None]
+        if not measured or any(s.reference_mean is None for s in measured):
+            return
+        lengthen, shorten = (
+            [s.cosine_mean >= r * max(s.reference_mean, 0.0) for s in measured] for r in ratios
+        )
         rising = self.loss_mean is not None and loss > self.loss_mean * (1 + LOSS_RISE_TOLERANCE)
-        if cosine < self.params.cos_low or rising:
+        if rising or not all(shorten):
             self.gp_run = max(self.gp_run - 1, self.params.min_gp_batches)
-        elif cosine > self.params.cos_high:
+        elif all(lengthen):
             self.gp_run = min(self.gp_run + 1, self.params.max_gp_batches)
 
+    # -- figures and workload ------------------------------------------------------------------
     def epoch_figures(self) -> EpochFigures:
         counts, self.epoch = self.epoch, _Counts()
         batches = counts.bp + counts.gp
@@ -296,39 +472,112 @@ class AdaGP(Technique):
         if counts.cosines:
             scalars["cosine_similarity"] = sum(counts.cosines) / len(counts.cosines)
         per_layer: dict[str, dict[str, float]] = {}
-        for name, predictor in self.predictors.items():
-            if predictor.cosines:
-                per_layer[name] = {"cosine": float(torch.stack(predictor.cosines).mean())}
-            predictor.cosines = []
+        for name, state in self.states.items():
+            figures: dict[str, float] = {}
+            if state.cosines:
+                figures["cosine"] = float(torch.stack(state.cosines).mean())
+            if state.references:
+                figures["reference_cosine"] = float(torch.stack(state.references).mean())
+            if figures:
+                per_layer[name] = figures
+            state.cosines, state.references = [], []
         return EpochFigures(scalars, per_layer)
 
     def annotate_workload(self, ops: WorkloadOps) -> None:
-        """Predictor GEMMs (on the predictor unit when the accelerator has one): FWD on every
-        batch, training on BP batches; GP batches' weight updates."""
-        hidden = self.params.predictor_hidden
-        batches = self.total.bp + self.total.gp
-        for name, predictor in self.predictors.items():
-            channels, outputs = predictor.weight.shape[0], predictor.weight[0].numel()
+        """See the module docstring: what each predictor charges."""
+        gp, bp = self.total.gp, self.total.bp
+        for name, state in self.states.items():
+            size = state.weight.numel()
+            weights = size + (state.bias.numel() if state.bias is not None else 0)
+            reference = _overhead(
+                f"{name}.predictor.reference", TrainingPass.FWD, (1, size, 3),
+                self.reference_measurements.get(name, 0),
+            )  # fmt: skip
+            cosine = _overhead(
+                f"{name}.predictor.cosine", TrainingPass.FWD, (1, size, 2),
+                self.predicted_measurements.get(name, 0),
+            )  # fmt: skip
+            # the copy of the true gradient kept for the reference, a word write per weight
+            add_extra(reference, "result_copies", bp * size)
+            update = ops.find(name, TrainingPass.FWD)  # GP batches' weight updates
+            if update is not None:
+                add_extra(update, "weight_updates", gp * weights)
+            if self.params.predictor == "history":  # the running-mean refresh
+                add_extra(reference, "weight_updates", bp * weights)
+            for op in (reference, cosine):
+                if op.executions:
+                    ops.add(op)
+            if self.params.predictor == "feedback" and state.feedback is not None:
+                self._annotate_feedback(ops, name, state)
 
-            def op(suffix: str, pass_: TrainingPass, shape: tuple[int, int, int], runs: int,
-                   layer: str = name) -> GemmOp:  # fmt: skip
-                m, k, n = shape
-                return GemmOp(
-                    layer=f"{layer}.predictor.{suffix}", pass_=pass_, m=m, k=k, n=n,
-                    executions=runs, role="overhead", runs_on="predictor",
-                )  # fmt: skip
+    def _annotate_feedback(self, ops: WorkloadOps, name: str, state: _LayerState) -> None:
+        assert state.feedback is not None
+        classes, per_sample = state.feedback.projection.shape
+        batches = self.total.gp + self.total.bp
+        batch = state.output_elements // max(per_sample, 1) // max(batches, 1)
+        formed = self.total.gp + self.predictor_trainings  # dy_pred = e B on these batches
+        project = _overhead(
+            f"{name}.predictor.feedback", TrainingPass.FWD, (batch, classes, per_sample), formed
+        )
+        # the gate: a multiply-add, a sigmoid and a multiply per output element
+        add_extra(project, "gate_ops", 4 * state.output_elements * formed / max(batches, 1))
+        train = _overhead(
+            f"{name}.predictor.feedback", TrainingPass.BWD_WEIGHT,
+            (classes, batch, per_sample), self.predictor_trainings,
+        )  # fmt: skip
+        adam = 4 * sum(p.numel() for p in state.feedback.parameters())
+        add_extra(train, "weight_updates", adam * self.predictor_trainings)
+        for op in (project, train):
+            if op.executions:
+                ops.add(op)
+        weight = ops.find(name, TrainingPass.BWD_WEIGHT)
+        if weight is None:
+            return
+        measured = self.weight_formations.get(name, 0)
+        if measured:  # dW_pred formed on BP batches to measure its cosine, on the array
+            ops.add(replace(
+                weight, layer=f"{name}.predictor.measure", executions=measured, role="overhead",
+                density_a=1.0, a_row_nnz=None, extra_ops={},
+            ))  # fmt: skip
+        if self.total.gp:  # GP batches formed dW = dy_pred x^T with the layer's own GEMM
+            true_runs = weight.executions
+            weight.density_a = (true_runs * weight.density_a + self.total.gp) / (
+                true_runs + self.total.gp
+            )
+            weight.a_row_nnz = None
+            weight.executions = true_runs + self.total.gp
 
-            trained = self.total.predictor_bp
-            first = op("fc1", TrainingPass.FWD, (channels, FEATURES, hidden), batches)
-            second = op("fc2", TrainingPass.FWD, (channels, hidden, outputs), batches)
-            add_extra(first, "fp_adds", predictor.output_elements)  # pooling the features
-            add_extra(second, "weight_updates", self.total.gp * predictor.weight.numel())
-            for new in (
-                first,
-                second,
-                op("fc2", TrainingPass.BWD_DATA, (channels, outputs, hidden), trained),
-                op("fc2", TrainingPass.BWD_WEIGHT, (outputs, channels, hidden), trained),
-                op("fc1", TrainingPass.BWD_WEIGHT, (hidden, channels, FEATURES), trained),
-            ):
-                if new.executions:
-                    ops.add(new)
+
+def _overhead(layer: str, pass_: TrainingPass, shape: tuple[int, int, int], runs: int) -> GemmOp:
+    m, k, n = shape
+    return GemmOp(
+        layer=layer,
+        pass_=pass_,
+        m=m,
+        k=k,
+        n=n,
+        executions=runs,
+        role="overhead",
+        runs_on="predictor",
+    )
+
+
+def _weight_grad(layer: GemmLayer, x: Tensor, dy: Tensor) -> Tensor:
+    """dW = dy x^T for this layer (the BWD-WEIGHT GEMM on a given output gradient)."""
+    with torch.no_grad():
+        return _weight_grad_no_autograd(layer.inner, x, dy)
+
+
+def _weight_grad_no_autograd(inner: nn.Module, x: Tensor, dy: Tensor) -> Tensor:
+    if isinstance(inner, nn.Conv2d):
+        grads = torch.ops.aten.convolution_backward(
+            dy, x, inner.weight, None, inner.stride, inner.padding, inner.dilation, False, [0, 0],
+            inner.groups, (False, True, False),
+        )  # fmt: skip
+        return grads[1]
+    rows = x.reshape(-1, x.shape[-1])
+    return dy.reshape(-1, dy.shape[-1]).T @ rows
+
+
+def _bias_grad(dy: Tensor, is_conv: bool) -> Tensor:
+    return dy.sum((0, 2, 3)) if is_conv else dy.reshape(-1, dy.shape[-1]).sum(0)

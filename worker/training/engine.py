@@ -134,10 +134,11 @@ def run_training(
             if should_cancel is not None and should_cancel():
                 raise TrainingCancelled(f"cancelled in epoch {epoch + 1}, batch {batch + 1}")
             index = order[batch * run.batch_size : (batch + 1) * run.batch_size]
-            step = Step(epoch, batch, epoch * run.batches_per_epoch + batch)
+            labels = data.train_labels[index]
+            step = Step(epoch, batch, epoch * run.batches_per_epoch + batch, labels)
             for technique in run.techniques:
                 technique.start_batch(step)
-            loss, hits = run.train_batch(step, data.train_images[index], data.train_labels[index])
+            loss, hits = run.train_batch(step, data.train_images[index], labels)
             loss_sum += loss * len(index)
             correct += hits
             seen += len(index)

@@ -28,6 +28,7 @@ class Step:
     epoch: int
     batch: int  # within the epoch
     index: int  # over the whole training
+    labels: Tensor | None = field(default=None, compare=False)  # the mini-batch's targets
 
 
 @dataclass

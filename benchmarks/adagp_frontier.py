@@ -1,0 +1,213 @@
+"""ADA-GP's frontier: GP fraction against accuracy loss, per predictor design, over seeds.
+
+For each model (LeNet-5 on MNIST; ResNet-8 with BatchNorm on Fashion-MNIST at a small width) and
+each seed, the baseline and every ADA-GP design train with the same config; printed per design:
+- GP fraction: GP batches / all batches of the run, warm-up included (from the workload: BWD-DATA
+  executions of a layer that has one, over the run's iterations), mean over seeds;
+- test accuracy: mean +- 95% confidence half-width (Student's t, n-1 degrees of freedom);
+- accuracy delta to the baseline paired by seed (mean +- 95% CI), in points;
+- simulated speedup and energy ratio on the eyeriss-like preset (the baseline on the same
+  preset), mean over seeds;
+- the predicted-gradient cosine per layer (last epoch, mean over seeds) next to the reference
+  cosine (previous BP batch's true gradient with the current one).
+Target: GP fraction >= 0.3 with test accuracy within 1 point of the baseline (seed means).
+
+The default longest GP run was chosen on pilot seed 100 (`--seeds 100`; 100-102 were planned,
+the shared machine allowed one); the reported evaluation uses seeds 0-2. Default sizes (what
+the shared two-core machine allowed in the time): LeNet-5 on 6,400 MNIST images, ResNet-8 on
+2,000 Fashion-MNIST images, 10 epochs each. Each training runs on one intra-op thread (on a shared
+two-core machine two threads per process slow training down by an order of magnitude).
+
+    python benchmarks/adagp_frontier.py [--quick] [--models lenet5 resnet8] [--seeds 0 1 2]
+        [--designs NAME ...] [--epochs E] [--train-samples N] [--save FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+from scipy import stats
+
+from backend.specs.accelerator import PRESETS
+from backend.specs.training import AdaGPParams, BaselineParams, TrainingConfig
+from worker.sim.simulate import simulate
+from worker.sim.workload import TrainingPass, Workload
+from worker.training import engine, run_training
+
+DESIGNS: dict[str, list] = {
+    "baseline": [BaselineParams()],
+    "feedback (default)": [AdaGPParams()],
+    "feedback, max GP run 4": [AdaGPParams(max_gp_batches=4)],
+    "feedback, lengthen at 2x reference": [AdaGPParams(lengthen_ratio=2.0, shorten_ratio=1.0)],
+    "history (running mean)": [AdaGPParams(predictor="history")],
+    "none (control), 1:1 after warm-up": [
+        AdaGPParams(
+            predictor="none",
+            plateau_improvement=1.0,
+            gp_batches=1,
+            min_gp_batches=1,
+            max_gp_batches=1,
+        )
+    ],
+}
+MODELS = {
+    "lenet5": dict(model="lenet5", dataset="mnist"),
+    "resnet8": dict(model="resnet8", dataset="fashion-mnist", width=8),
+}
+PRESET = "eyeriss-like"
+
+
+@dataclass
+class Outcome:
+    accuracy: float
+    gp_fraction: float
+    cycles: float
+    energy: float
+    cosines: dict[str, tuple[float, float]]  # layer -> (predicted, reference), last epoch
+    seconds: float
+
+
+def gp_fraction(workload: Workload) -> float:
+    """GP batches / all batches: the batches on which no BWD-DATA ran."""
+    data = [op for op in workload.ops if op.pass_ == TrainingPass.BWD_DATA and op.role == "compute"]
+    if not data:
+        return 0.0
+    return 1.0 - data[0].executions / workload.iterations
+
+
+def train(config: TrainingConfig, design: str) -> Outcome:
+    started = time.perf_counter()
+    result = run_training(config, DESIGNS[design])
+    simulated = simulate(result.workload, PRESETS[PRESET]).totals
+    last = result.epochs[-1].per_layer
+    cosines = {
+        layer: (figures["cosine"], figures.get("reference_cosine", float("nan")))
+        for layer, figures in last.items()
+        if "cosine" in figures
+    }
+    return Outcome(
+        result.test_accuracy,
+        gp_fraction(result.workload),
+        simulated.total_cycles,
+        simulated.energy_pj,
+        cosines,
+        time.perf_counter() - started,
+    )
+
+
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and 95% confidence half-width (Student's t with n-1 degrees of freedom)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, float("nan")
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return mean, half
+
+
+def report(model: str, outcomes: dict[str, dict[int, Outcome]]) -> None:
+    base = outcomes["baseline"]
+    print(f"\n{model}: {PRESET} preset for cycles and energy")
+    print(f"  {'design':<36}{'GP frac':>8}{'test acc (95% CI)':>20}{'delta pts (95% CI)':>21}"
+          f"{'speedup':>9}{'energy':>8}{'target':>8}")  # fmt: skip
+    for design, runs in outcomes.items():
+        seeds = sorted(runs)
+        acc, acc_ci = mean_ci([runs[s].accuracy for s in seeds])
+        deltas = [100 * (runs[s].accuracy - base[s].accuracy) for s in seeds if s in base]
+        delta, delta_ci = mean_ci(deltas) if deltas else (float("nan"), float("nan"))
+        frac = statistics.fmean(runs[s].gp_fraction for s in seeds)
+        speedup = statistics.fmean(base[s].cycles / runs[s].cycles for s in seeds if s in base)
+        energy = statistics.fmean(runs[s].energy / base[s].energy for s in seeds if s in base)
+        met = "yes" if frac >= 0.3 and delta >= -1.0 else "no"
+        print(f"  {design:<36}{frac:>8.3f}{100 * acc:>11.2f} +-{100 * acc_ci:>5.2f}"
+              f"{delta:>+12.2f} +-{delta_ci:>5.2f}{speedup:>8.3f}x{energy:>8.3f}"
+              f"{met if design != 'baseline' else '':>8}")  # fmt: skip
+    for design, runs in outcomes.items():
+        layers = sorted({layer for o in runs.values() for layer in o.cosines})
+        if not layers:
+            continue
+        cells = []
+        for layer in layers:
+            pairs = [o.cosines[layer] for o in runs.values() if layer in o.cosines]
+            predicted = statistics.fmean(p for p, _ in pairs)
+            reference = statistics.fmean(r for _, r in pairs)
+            cells.append(f"{layer} {predicted:.2f}/{reference:.2f}")
+        print(f"  cosine predicted/reference, last epoch, {design}: " + ", ".join(cells))
+
+
+def _stored_baselines(path: str) -> dict[tuple, Outcome]:
+    stored: dict[tuple, Outcome] = {}
+    with open(path) as rows:
+        for line in rows:
+            row = json.loads(line)
+            if row["design"] != "baseline":
+                continue
+            key = tuple(
+                row[k] for k in ("model", "seed", "train_samples", "test_samples", "epochs")
+            )
+            fields = {k: row[k] for k in Outcome.__dataclass_fields__}
+            fields["cosines"] = {k: tuple(v) for k, v in fields["cosines"].items()}
+            stored[key] = Outcome(**fields)
+    return stored
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 epochs on 3,200 images")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--designs", nargs="+", choices=list(DESIGNS), default=list(DESIGNS))
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--train-samples", type=int, default=None, help="per model if unset")
+    parser.add_argument("--test-samples", type=int, default=None, help="per model if unset")
+    parser.add_argument("--save", help="append every run's outcome as JSON lines to this file")
+    parser.add_argument(
+        "--baselines",
+        help="JSON lines saved by --save: baseline runs of the same model, seed and sizes are "
+        "read from there instead of trained again (the baseline does not depend on ADA-GP)",
+    )
+    args = parser.parse_args()
+    engine.configure_threads = lambda: torch.set_num_threads(1)
+    designs = ["baseline", *[d for d in args.designs if d != "baseline"]]
+    epochs = 3 if args.quick else args.epochs
+    default_samples = {"lenet5": 6400, "resnet8": 2000}
+    stored = _stored_baselines(args.baselines) if args.baselines else {}
+    for model in args.models:
+        samples = 3200 if args.quick else args.train_samples or default_samples[model]
+        test = args.test_samples or {"lenet5": 2000, "resnet8": 1000}[model]
+        test = min(test, 1000) if args.quick else test
+        print(f"\n{model}: {samples} training images, {test} test images, {epochs} epochs, "
+              f"batch 64, seeds {args.seeds}", flush=True)  # fmt: skip
+        outcomes: dict[str, dict[int, Outcome]] = {d: {} for d in designs}
+        for seed in args.seeds:
+            config = TrainingConfig(
+                **MODELS[model], epochs=epochs, train_samples=samples, test_samples=test,
+                batch_size=64, seed=seed,
+            )  # fmt: skip
+            for design in designs:
+                key = (model, seed, samples, test, epochs)
+                if design == "baseline" and key in stored:
+                    outcomes[design][seed] = stored[key]
+                    print(f"  seed {seed} baseline read from {args.baselines}", flush=True)
+                    continue
+                outcome = train(config, design)
+                outcomes[design][seed] = outcome
+                line = f"acc {outcome.accuracy:.4f} GP {outcome.gp_fraction:.3f}"
+                print(f"  seed {seed} {design:<36} {line} ({outcome.seconds:.0f} s)", flush=True)
+                if args.save:
+                    with open(args.save, "a") as out:
+                        row = {
+                            "model": model, "seed": seed, "design": design,
+                            "train_samples": samples, "test_samples": test, "epochs": epochs,
+                            **vars(outcome),
+                        }  # fmt: skip
+                        out.write(json.dumps(row) + "\n")
+        report(model, outcomes)
+
+
+if __name__ == "__main__":
+    main()

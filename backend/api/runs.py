@@ -1,4 +1,5 @@
-"""Runs: filtered pages, one run in full, comparison with baselines, Pareto front, export."""
+"""Runs: filtered pages, one run in full, comparison with baselines, seed groups, Pareto front,
+export."""
 
 from __future__ import annotations
 
@@ -13,10 +14,21 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import aliased, selectinload
 
+from backend.analysis.groups import run_group_key
 from backend.analysis.pareto import front_2d, front_3d
 from backend.api.deps import DbSession
+from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters, filtered_runs, run_filters, visible_to
-from backend.api.schemas import Comparison, EpochOut, LayerOut, Page, ParetoPoint, RunDetail, RunOut
+from backend.api.schemas import (
+    Comparison,
+    EpochOut,
+    LayerOut,
+    Page,
+    ParetoPoint,
+    RunDetail,
+    RunGroup,
+    RunOut,
+)
 from backend.api.security import CurrentUser
 from backend.db.models import EpochMetric, Experiment, Run
 from backend.db.session import session_factory
@@ -106,6 +118,15 @@ def compare(
     return out
 
 
+@router.get("/groups", response_model=list[RunGroup])
+def groups(db: DbSession, user: CurrentUser, filters: Filters) -> list[RunGroup]:
+    """Runs you can see, filtered, grouped by everything but the seed: per group the mean and
+    95% Student-t interval over seeds of accuracy, accuracy delta to the same seed's baseline,
+    speedup and energy ratio."""
+    filters.order_by()  # a bad sort is refused like everywhere else
+    return run_groups(db, user, filters)
+
+
 @router.get("/pareto", response_model=list[ParetoPoint])
 def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoint]:
     """Finished runs with their place on the speedup / accuracy-drop (/ energy) Pareto fronts."""
@@ -148,14 +169,15 @@ def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoi
 EXPORT_COLUMNS = [
     "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
     "is_baseline", "status", "created_at", "started_at", "finished_at", "duration_seconds",
-    "accuracy", "loss", "speedup", "energy_ratio", "total_cycles", "compute_cycles",
-    "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual", "macs_skipped",
-    "macs_overhead", "dram_bytes", "params",
+    "accuracy", "loss", "did_not_learn", "speedup", "energy_ratio", "total_cycles",
+    "compute_cycles", "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual",
+    "macs_skipped", "macs_overhead", "dram_bytes", "group", "params",
 ]  # fmt: skip
 
 
 def export_row(run: Run) -> dict[str, Any]:
     row = {name: getattr(run, name, None) for name in EXPORT_COLUMNS}
+    row["group"] = run_group_key(run)
     row["duration_seconds"] = (
         (run.finished_at - run.started_at).total_seconds()
         if run.finished_at and run.started_at

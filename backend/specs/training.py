@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from backend.specs.recipes import LrSchedule
+
 ModelName = Literal["mlp", "lenet5", "vgg-small", "resnet8", "resnet20", "transformer-tiny"]
 DatasetName = Literal["digits", "mnist", "fashion-mnist", "idx-dir", "cifar10-dir"]
 MODEL_NAMES: tuple[str, ...] = ModelName.__args__  # type: ignore[attr-defined]
@@ -21,7 +23,10 @@ class _Spec(BaseModel):
 
 
 class TrainingConfig(_Spec):
-    """One training: which network learns which data, and how."""
+    """One training: which network learns which data, and how.
+
+    Fields left at None take the model's and data set's recipe (backend/specs/recipes.py),
+    resolved when an experiment expands, so stored configs hold concrete values."""
 
     model: ModelName = Field("lenet5", description="network from the model zoo")
     dataset: DatasetName = Field("digits", description="data set to train and test on")
@@ -29,12 +34,33 @@ class TrainingConfig(_Spec):
         None, description="folder of the data set, required for 'idx-dir' and 'cifar10-dir'"
     )
     width: int = Field(16, ge=1, le=512, description="base channel width for the CNNs")
-    epochs: int = Field(3, ge=1, le=200, description="passes over the training set")
+    epochs: int | None = Field(
+        None, ge=1, le=200, description="passes over the training set (None: the recipe's)"
+    )
     batch_size: int = Field(64, ge=1, le=4096, description="mini-batch size")
     optimizer: Literal["sgd", "adam"] = Field("sgd", description="weight optimiser")
-    learning_rate: float = Field(0.05, gt=0, le=10, description="optimiser learning rate")
+    learning_rate: float | None = Field(
+        None, gt=0, le=10, description="optimiser (peak) learning rate (None: the recipe's)"
+    )
     momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum")
-    weight_decay: float = Field(0.0, ge=0, le=1, description="L2 weight decay")
+    weight_decay: float | None = Field(
+        None, ge=0, le=1, description="L2 weight decay (None: the recipe's)"
+    )
+    lr_schedule: LrSchedule | None = Field(
+        None,
+        description="'cosine': linear warm-up, then cosine decay to zero at the last batch; "
+        "'constant': the learning rate throughout (None: the recipe's)",
+    )
+    warmup_fraction: float | None = Field(
+        None, ge=0, lt=1, description="share of all batches in linear warm-up (None: the recipe's)"
+    )
+    bn_recalibration_images: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="training images over which BatchNorm statistics are recomputed before each "
+        "evaluation, 0: keep the running averages of training (None: the recipe's)",
+    )
     train_samples: int | None = Field(
         None, ge=1, description="use only the first N training images (None: all)"
     )

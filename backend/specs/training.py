@@ -103,6 +103,11 @@ class MercuryParams(_Spec):
     backward_reuse: bool = Field(True, description="reuse the hit map in BWD-WEIGHT")
     adaptive: bool = Field(True, description="grow signatures and switch layers off adaptively")
     excluded_layers: list[str] = Field(default_factory=list, description="layers never reused")
+    reuse_classifier: bool = Field(
+        False,
+        description="also reuse in the classifier (the layer producing the logits, found by its "
+        "role): off by default, as a hit there copies another image's prediction",
+    )
     centre_inputs: bool = Field(
         True,
         description="sign x - mu instead of x, mu a running mean of the layer's input vectors, so "

@@ -25,7 +25,7 @@ from worker.sim.workload import Workload
 from worker.training.datasets import Dataset, load_dataset
 from worker.training.errors import TrainingCancelled
 from worker.training.hook_chain import HookChain
-from worker.training.layers import GemmLayer, attach_hooks, instrument
+from worker.training.layers import GemmLayer, attach_hooks, instrument, mark_classifier
 from worker.training.models import build_model
 from worker.training.recorder import MEASURE_EVERY, WorkloadRecorder
 from worker.training.registry import AnyParams, build_techniques
@@ -115,6 +115,7 @@ class _Run:
             config.model, self.data.input_shape, self.data.num_classes, config.width
         )
         self.sites = instrument(self.model)
+        mark_classifier(self.model, self.data.input_shape)
         self.layers = [site for site in self.sites if isinstance(site, GemmLayer)]
         self.techniques: list[Technique] = build_techniques(params)
         for technique in self.techniques:

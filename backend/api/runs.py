@@ -243,10 +243,12 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
     epochs = (
-        db.scalars(
-            select(EpochMetric)
-            .where(EpochMetric.training_id == run.training_id)
-            .order_by(EpochMetric.epoch)
+        list(
+            db.scalars(
+                select(EpochMetric)
+                .where(EpochMetric.training_id == run.training_id)
+                .order_by(EpochMetric.epoch)
+            )
         )
         if run.training_id
         else []
@@ -260,6 +262,19 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
             "summary": run.summary,
             "layers": [LayerOut.model_validate(layer) for layer in run.layers],
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
+            "hit_rate_per_layer": hit_rate_per_layer(epochs),
         }
     )
     return detail
+
+
+def hit_rate_per_layer(epochs: list[EpochMetric]) -> dict[str, list[float | None]]:
+    """Each layer MERCURY looked at, with its hit rate in every epoch (None where it was off)."""
+    layers = [
+        name
+        for name in dict.fromkeys(name for epoch in epochs for name in epoch.per_layer)
+        if any("reuse_on" in epoch.per_layer.get(name, {}) for epoch in epochs)
+    ]
+    return {
+        name: [epoch.per_layer.get(name, {}).get("hit_rate") for epoch in epochs] for name in layers
+    }

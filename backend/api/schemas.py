@@ -122,6 +122,11 @@ class RunDetail(RunOut):
     summary: dict[str, Any] | None
     layers: list[LayerOut]
     epochs: list[EpochOut]
+    hit_rate_per_layer: dict[str, list[float | None]] = Field(
+        default_factory=dict,
+        description="MERCURY: per layer, the share of FWD rows reused in each epoch (None: the "
+        "layer did not reuse that epoch); empty for runs without MERCURY",
+    )
 
 
 class Page(BaseModel, Generic[T]):

@@ -36,8 +36,12 @@ EVAL_BATCH = 512
 
 
 def configure_threads() -> None:
-    """Intra-op threads: at most 2 (this is a small-model, small-batch workload)."""
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    """Intra-op threads: OMP_NUM_THREADS if set, else at most 2 (this is a small-model,
+    small-batch workload). On a machine busier than its cores, 1 avoids threads spinning while
+    they wait for a descheduled partner."""
+    configured = os.environ.get("OMP_NUM_THREADS", "")
+    threads = int(configured) if configured.isdigit() else min(2, os.cpu_count() or 1)
+    torch.set_num_threads(max(1, threads))
 
 
 def make_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:

@@ -6,8 +6,9 @@ optimisation settings and MERCURY's other defaults (classifier excluded, adaptiv
 length, set-associative MCACHE). Prints per setting the test accuracy (mean +- sd over seeds),
 the accuracy change against the same seed's baseline (mean and range), and the hit rate (share
 of FWD rows reused, over all reusing layers) in the first and the last epoch, with the last
-epoch's per-layer hit rates. MERCURY's defaults are the setting with the most reuse whose mean
-accuracy change stays within 1 point on every miniature.
+epoch's per-layer hit rates. MERCURY's defaults are chosen among the settings whose mean
+accuracy change stays within 1 point on every miniature measured (see worker/training/mercury.py
+for the figures and the choice).
 
     python benchmarks/mercury_defaults.py [--seeds 0 1 2] [--bits 16 24 32]
         [--only lenet5|vgg-small] [--train-samples N] [--test-samples N]

@@ -264,12 +264,18 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
             run["dataset"],
             run["accelerator_name"],
             run["status"] if not run["error"] else f"{run['status']}: {run['error'][:40]}",
-            _fmt(run["accuracy"], "{:.2%}"),
+            _accuracy_cell(run),
             _fmt(run["speedup"], "{:.2f}x"),
             _fmt(run["energy_ratio"], "{:.2f}"),
             _fmt(run["total_cycles"], "{:,}"),
         )
     console.print(table)
+
+
+def _accuracy_cell(run: dict[str, Any]) -> str:
+    """The accuracy, flagged when the run did not learn (below chance + the margin)."""
+    text = _fmt(run["accuracy"], "{:.2%}")
+    return f"[red]{text} did not learn[/]" if run.get("did_not_learn") else text
 
 
 def _fmt(value: float | None, pattern: str) -> str:

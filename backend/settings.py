@@ -79,6 +79,13 @@ class Settings(BaseSettings):
     reconcile_interval: float = Field(
         60, ge=0, description="seconds between the API's reconciler passes (0 turns it off)"
     )
+    did_not_learn_margin: float = Field(
+        0.10,
+        ge=0,
+        le=1,
+        description="a run whose test accuracy is below chance (1 / classes) plus this margin "
+        "is flagged 'did not learn'",
+    )
     reconcile_grace_seconds: float = Field(
         30, ge=0, description="a queued training younger than this is still being enqueued"
     )

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, aliased
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
 from backend.experiments.service import TERMINAL, refresh_experiment_status
+from backend.settings import Settings
 from backend.specs.accelerator import AcceleratorConfig
 from backend.specs.training import TrainingConfig, parse_techniques
 from worker.sim import SimulationResult, Workload, simulate_many
@@ -29,6 +30,7 @@ from worker.training import Progress, TrainingCancelled, run_training
 
 PROGRESS_INTERVAL = 1.0  # seconds between progress writes and cancellation reads
 TRAINING_SHARE = 0.98  # of a run's progress bar; simulation is the rest
+DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
 
 
 def _now() -> datetime:
@@ -127,6 +129,7 @@ def store_training(db: Session, training_id: int, result: Any) -> bool:
             workload=result.workload.to_dict(),
             test_accuracy=result.test_accuracy,
             test_loss=result.test_loss,
+            chance_accuracy=result.chance_accuracy,
             wall_seconds=result.seconds,
             finished_at=_now(),
         )
@@ -182,8 +185,20 @@ def _layer_rows(run_id: int, sim: SimulationResult) -> list[LayerResult]:
     return rows
 
 
+def did_not_learn(accuracy: float | None, chance: float | None, margin: float) -> bool | None:
+    """Test accuracy below chance + margin (None when either is unknown)."""
+    if accuracy is None or chance is None:
+        return None
+    return accuracy < chance + margin
+
+
 def store_simulation(
-    db: Session, run: Run, sim: SimulationResult, accuracy: float | None, loss: float | None
+    db: Session,
+    run: Run,
+    sim: SimulationResult,
+    accuracy: float | None,
+    loss: float | None,
+    not_learned: bool | None = None,
 ) -> bool:
     """Replace the run's layer rows and set its metrics; False if the run is no longer open."""
     totals = sim.totals
@@ -198,6 +213,7 @@ def store_simulation(
             finished_at=_now(),
             accuracy=accuracy,
             loss=loss,
+            did_not_learn=not_learned,
             total_cycles=round(totals.total_cycles),
             compute_cycles=round(totals.compute_cycles),
             stall_cycles=round(totals.stall_cycles),
@@ -243,7 +259,9 @@ def refresh_speedups(db: Session, experiment_id: int) -> None:
     )
 
 
-def simulate_pending_runs(database_url: str, training_id: int) -> int:
+def simulate_pending_runs(
+    database_url: str, training_id: int, did_not_learn_margin: float = DID_NOT_LEARN_MARGIN
+) -> int:
     """Simulate the stored workload on the accelerator of each run not yet done."""
     with session_scope(database_url) as db:
         training = db.get(Training, training_id)
@@ -259,9 +277,14 @@ def simulate_pending_runs(database_url: str, training_id: int) -> int:
         workload = Workload.from_dict(training.workload)
         accelerators = [AcceleratorConfig.model_validate(run.accelerator_config) for run in runs]
         results = simulate_many(workload, accelerators)
+        not_learned = did_not_learn(
+            training.test_accuracy, training.chance_accuracy, did_not_learn_margin
+        )
         done = 0
         for run, sim in zip(runs, results, strict=True):
-            done += store_simulation(db, run, sim, training.test_accuracy, training.test_loss)
+            done += store_simulation(
+                db, run, sim, training.test_accuracy, training.test_loss, not_learned
+            )
         refresh_speedups(db, training.experiment_id)
         refresh_experiment_status(db, training.experiment_id)
         return done
@@ -272,6 +295,7 @@ def run_training_job(
     training_id: int,
     task_id: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    did_not_learn_margin: float = DID_NOT_LEARN_MARGIN,
 ) -> str:
     """Train (unless already trained), store, simulate; return the training's final status."""
     with session_scope(database_url) as db:
@@ -323,5 +347,5 @@ def run_training_job(
         if not stored:
             return "cancelled"
 
-    simulate_pending_runs(database_url, training_id)
+    simulate_pending_runs(database_url, training_id, did_not_learn_margin)
     return "done"

@@ -40,6 +40,12 @@ def train(self: Task, training_id: int) -> dict[str, object]:
             meta={"fraction": progress.fraction, "epoch": progress.epoch, "batch": progress.batch},
         )
 
-    database_url = get_settings().effective_database_url
-    status = run_training_job(database_url, training_id, self.request.id, on_progress=on_progress)
+    settings = get_settings()
+    status = run_training_job(
+        settings.effective_database_url,
+        training_id,
+        self.request.id,
+        on_progress=on_progress,
+        did_not_learn_margin=settings.did_not_learn_margin,
+    )
     return {"training_id": training_id, "status": status}

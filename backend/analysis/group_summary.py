@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from backend.analysis.groups import estimate
 
 
 class MetricSummary(BaseModel):
@@ -23,14 +24,10 @@ class GroupSummary(BaseModel):
 
 
 def mean_and_sd(values: Sequence[float]) -> MetricSummary:
-    n = len(values)
-    if n == 0:
+    found = estimate(values)
+    if found is None:
         return MetricSummary(n=0, mean=None, sd=None)
-    mean = math.fsum(values) / n
-    if n < 2:
-        return MetricSummary(n=n, mean=mean, sd=None)
-    variance = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
-    return MetricSummary(n=n, mean=mean, sd=math.sqrt(variance))
+    return MetricSummary(n=found.n, mean=found.mean, sd=found.sd)
 
 
 def _order(value: Any) -> tuple[int, Any]:

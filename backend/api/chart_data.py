@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from backend.analysis.groups import run_group_key
 from backend.analysis.pareto import front_2d
 from backend.api.access import Viewer, visible_to
 from backend.db.models import EpochMetric, Experiment, LayerResult, Run
@@ -62,6 +63,8 @@ class ChartRun(BaseModel):
     macs_skipped: int | None
     macs_overhead: int | None
     dram_bytes: int | None
+    did_not_learn: bool | None = Field(description="accuracy below chance + the margin")
+    group: str = Field(description="the seed-group key (runs equal but for the seed share it)")
     baseline_accuracy: float | None = Field(description="accuracy of the run's baseline")
     accuracy_drop: float | None = Field(description="baseline accuracy - run accuracy")
     on_front: bool = Field(description="undominated among these runs (speedup up, drop down)")
@@ -107,6 +110,8 @@ def _chart_run(
     summary = run.summary or {}
     return ChartRun(
         **{name: getattr(run, name) for name in RUN_FIELDS},
+        did_not_learn=run.did_not_learn,
+        group=run_group_key(run),
         baseline_accuracy=reference,
         accuracy_drop=drop,
         on_front=False,

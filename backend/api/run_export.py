@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, get_args
 
+from backend.analysis.groups import run_group_key
 from backend.db.models import Run
 from backend.specs.accelerator import AcceleratorConfig
 from backend.specs.training import AnyTechnique, TrainingConfig
@@ -21,9 +22,9 @@ RUN_COLUMNS = [
     "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
     "is_baseline", "baseline_hardware", "baseline_run_id", "status", "error", "created_at",
     "started_at", "finished_at", "duration_seconds",
-    "accuracy", "loss", "speedup", "energy_ratio", "total_cycles", "compute_cycles",
-    "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual", "macs_skipped",
-    "macs_overhead", "dram_bytes", "params", "tags", "notes",
+    "accuracy", "loss", "did_not_learn", "speedup", "energy_ratio", "total_cycles",
+    "compute_cycles", "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual",
+    "macs_skipped", "macs_overhead", "dram_bytes", "group", "params", "tags", "notes",
 ]  # fmt: skip
 
 
@@ -55,6 +56,7 @@ EXPORT_COLUMNS = [*RUN_COLUMNS, *TRAINING_COLUMNS, *ACCELERATOR_COLUMNS, *TECHNI
 def export_row(run: Run) -> dict[str, Any]:
     """One run as {column: value}, nested configs flattened into the export's columns."""
     row = {name: getattr(run, name, None) for name in RUN_COLUMNS}
+    row["group"] = run_group_key(run)
     row["duration_seconds"] = (
         (run.finished_at - run.started_at).total_seconds()
         if run.finished_at and run.started_at

@@ -1,4 +1,5 @@
-"""Runs: filtered pages, one run in full, comparison with baselines, Pareto front, export."""
+"""Runs: filtered pages, one run in full, comparison with baselines, seed groups, Pareto front,
+export."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from backend.analysis.pareto import front_2d, front_3d
 from backend.api.access import can_delete, can_edit
 from backend.api.deps import DbSession
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
+from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters, filtered_runs, run_filters, visible_to
 from backend.api.schemas import (
     AnnotationsIn,
@@ -27,6 +29,7 @@ from backend.api.schemas import (
     Page,
     ParetoPoint,
     RunDetail,
+    RunGroup,
     RunOut,
 )
 from backend.api.security import CurrentUser
@@ -117,6 +120,15 @@ def compare(
             )
         )
     return out
+
+
+@router.get("/groups", response_model=list[RunGroup])
+def groups(db: DbSession, user: CurrentUser, filters: Filters) -> list[RunGroup]:
+    """Runs you can see, filtered, grouped by everything but the seed: per group the mean and
+    95% Student-t interval over seeds of accuracy, accuracy delta to the same seed's baseline,
+    speedup and energy ratio."""
+    filters.order_by()  # a bad sort is refused like everywhere else
+    return run_groups(db, user, filters)
 
 
 @router.get("/pareto", response_model=list[ParetoPoint])
@@ -292,10 +304,12 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
     epochs = (
-        db.scalars(
-            select(EpochMetric)
-            .where(EpochMetric.training_id == run.training_id)
-            .order_by(EpochMetric.epoch)
+        list(
+            db.scalars(
+                select(EpochMetric)
+                .where(EpochMetric.training_id == run.training_id)
+                .order_by(EpochMetric.epoch)
+            )
         )
         if run.training_id
         else []
@@ -309,6 +323,7 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
             "summary": run.summary,
             "layers": [LayerOut.model_validate(layer) for layer in run.layers],
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
+            "hit_rate_per_layer": hit_rate_per_layer(epochs),
         }
     )
     return detail
@@ -361,3 +376,15 @@ def delete_run(run_id: int, db: DbSession, user: CurrentUser) -> Response:
     except deletion.DeletionRefused as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def hit_rate_per_layer(epochs: list[EpochMetric]) -> dict[str, list[float | None]]:
+    """Each layer MERCURY looked at, with its hit rate in every epoch (None where it was off)."""
+    layers = [
+        name
+        for name in dict.fromkeys(name for epoch in epochs for name in epoch.per_layer)
+        if any("reuse_on" in epoch.per_layer.get(name, {}) for epoch in epochs)
+    ]
+    return {
+        name: [epoch.per_layer.get(name, {}).get("hit_rate") for epoch in epochs] for name in layers
+    }

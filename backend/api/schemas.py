@@ -77,6 +77,9 @@ class RunMetrics(_Out):
     dram_bytes: int | None = None
     speedup: float | None = None
     energy_ratio: float | None = None
+    did_not_learn: bool | None = Field(
+        None, description="test accuracy below chance + the did-not-learn margin (a setting)"
+    )
 
 
 class RunOut(RunMetrics):
@@ -146,6 +149,11 @@ class RunDetail(RunOut):
     summary: dict[str, Any] | None
     layers: list[LayerOut]
     epochs: list[EpochOut]
+    hit_rate_per_layer: dict[str, list[float | None]] = Field(
+        default_factory=dict,
+        description="MERCURY: per layer, the share of FWD rows reused in each epoch (None: the "
+        "layer did not reuse that epoch); empty for runs without MERCURY",
+    )
 
 
 class Page(BaseModel, Generic[T]):
@@ -165,6 +173,36 @@ class Comparison(BaseModel):
     accuracy: float | None
     baseline_accuracy: float | None
     accuracy_delta: float | None = Field(description="run accuracy - baseline accuracy")
+
+
+class EstimateOut(BaseModel):
+    n: int = Field(description="runs with this metric")
+    mean: float
+    sd: float | None = Field(description="sample standard deviation (n - 1), None for n = 1")
+    ci_low: float | None = Field(description="95% Student-t interval of the mean, low end")
+    ci_high: float | None = Field(description="95% Student-t interval of the mean, high end")
+
+
+class RunGroup(BaseModel):
+    """Runs whose everything but the seed is equal, with each metric's mean and 95% interval."""
+
+    key: str = Field(description="the group key (also the `group` column of the export)")
+    technique: str
+    model: str
+    dataset: str
+    accelerator_name: str
+    is_baseline: bool
+    params: dict[str, Any] = Field(description="the swept values of the group, seed left out")
+    run_ids: list[int]
+    seeds: list[int]
+    done: int = Field(description="finished runs")
+    did_not_learn: int = Field(description="runs flagged 'did not learn'")
+    accuracy: EstimateOut | None
+    accuracy_delta: EstimateOut | None = Field(
+        description="run accuracy - its own baseline's accuracy (same seed), paired by seed"
+    )
+    speedup: EstimateOut | None
+    energy_ratio: EstimateOut | None
 
 
 class ParetoPoint(BaseModel):

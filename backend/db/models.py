@@ -155,6 +155,7 @@ class Training(Base):
     workload: Mapped[dict[str, Any] | None]
     test_accuracy: Mapped[float | None] = mapped_column(Float)
     test_loss: Mapped[float | None] = mapped_column(Float)
+    chance_accuracy: Mapped[float | None] = mapped_column(Float)  # 1 / classes of the data set
     wall_seconds: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = _now_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -222,6 +223,8 @@ class Run(Base):
     dram_bytes: Mapped[int | None] = mapped_column(BigInteger)
     speedup: Mapped[float | None] = mapped_column(Float)
     energy_ratio: Mapped[float | None] = mapped_column(Float)
+    # test accuracy below chance + the did-not-learn margin (a setting); None until trained
+    did_not_learn: Mapped[bool | None] = mapped_column(Boolean)
     summary: Mapped[dict[str, Any] | None]  # the simulator's totals, whole
 
     experiment: Mapped[Experiment] = relationship(back_populates="runs")

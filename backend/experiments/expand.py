@@ -5,6 +5,9 @@ simulated on one accelerator. Runs that differ only in the accelerator share one
 (same key), so a sweep over accelerator fields trains once. Every (training config, seed) gets a
 baseline training, simulated on every accelerator, so every run has a speedup.
 
+Training configs are stored with their recipe resolved (backend/specs/recipes.py): every field
+the spec leaves to the recipe holds the recipe's value, so a stored run is reproducible from it.
+
 Hardware follows the technique: a run switches on only the extensions its techniques use (the
 MCACHE for MERCURY, zero-skipping for SparseTrain, the predictor unit for ADA-GP) and only where
 the accelerator offers them; a baseline runs on the plain accelerator. Speedup is then the
@@ -25,6 +28,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.experiment import BaselineHardware, ExperimentSpec, Scalar, SweepAxis
+from backend.specs.recipes import resolve_recipe
 from backend.specs.training import (
     TECHNIQUE_NAMES,
     AdaGPParams,
@@ -273,6 +277,7 @@ def expand(spec: ExperimentSpec, max_runs: int) -> Expansion:
             config = _apply(point, "training", spec.training.model_dump())
             config["seed"] = seed
             config = _validated(TrainingConfig, config, point, "training")
+            config = resolve_recipe(TrainingConfig.model_validate(config)).model_dump()
             run_accelerators = [
                 _validated(
                     AcceleratorConfig, _apply(point, "accelerator", accel), point, "accelerator"

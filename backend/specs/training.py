@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from backend.specs.recipes import LrSchedule
+
 ModelName = Literal["mlp", "lenet5", "vgg-small", "resnet8", "resnet20", "transformer-tiny"]
 DatasetName = Literal["digits", "mnist", "fashion-mnist", "idx-dir", "cifar10-dir"]
 MODEL_NAMES: tuple[str, ...] = ModelName.__args__  # type: ignore[attr-defined]
@@ -22,7 +24,10 @@ class _Spec(BaseModel):
 
 
 class TrainingConfig(_Spec):
-    """One training: which network learns which data, and how."""
+    """One training: which network learns which data, and how.
+
+    Fields left at None take the model's and data set's recipe (backend/specs/recipes.py),
+    resolved when an experiment expands, so stored configs hold concrete values."""
 
     model: ModelName = Field("lenet5", description="network from the model zoo")
     dataset: DatasetName = Field("digits", description="data set to train and test on")
@@ -32,12 +37,33 @@ class TrainingConfig(_Spec):
         "lie inside the server's data root (a relative path is taken from there)",
     )
     width: int = Field(16, ge=1, le=512, description="base channel width for the CNNs")
-    epochs: int = Field(3, ge=1, le=200, description="passes over the training set")
+    epochs: int | None = Field(
+        None, ge=1, le=200, description="passes over the training set (None: the recipe's)"
+    )
     batch_size: int = Field(64, ge=1, le=4096, description="mini-batch size")
     optimizer: Literal["sgd", "adam"] = Field("sgd", description="weight optimiser")
-    learning_rate: float = Field(0.05, gt=0, le=10, description="optimiser learning rate")
+    learning_rate: float | None = Field(
+        None, gt=0, le=10, description="optimiser (peak) learning rate (None: the recipe's)"
+    )
     momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum")
-    weight_decay: float = Field(0.0, ge=0, le=1, description="L2 weight decay")
+    weight_decay: float | None = Field(
+        None, ge=0, le=1, description="L2 weight decay (None: the recipe's)"
+    )
+    lr_schedule: LrSchedule | None = Field(
+        None,
+        description="'cosine': linear warm-up, then cosine decay to zero at the last batch; "
+        "'constant': the learning rate throughout (None: the recipe's)",
+    )
+    warmup_fraction: float | None = Field(
+        None, ge=0, lt=1, description="share of all batches in linear warm-up (None: the recipe's)"
+    )
+    bn_recalibration_images: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="training images over which BatchNorm statistics are recomputed before each "
+        "evaluation, 0: keep the running averages of training (None: the recipe's)",
+    )
     train_samples: int | None = Field(
         None, ge=1, description="use only the first N training images (None: all)"
     )
@@ -76,7 +102,13 @@ class MercuryParams(_Spec):
     """MERCURY: reuse results of input vectors with equal RPQ signatures (MCACHE)."""
 
     name: Literal["mercury"] = "mercury"
-    signature_bits: int = Field(16, ge=1, le=64, description="initial signature length k0")
+    signature_bits: int = Field(
+        32,
+        ge=1,
+        le=64,
+        description="initial signature length k0 (default from benchmarks/mercury_defaults.py: "
+        "LeNet-5/MNIST, 3 seeds, centred: 32 bits -0.2 points, 16 bits -1.7 points)",
+    )
     bits_step: int = Field(4, ge=0, le=32, description="bits added when loss stalls (k_step)")
     max_bits: int = Field(32, ge=1, le=64, description="upper bound on signature length (k_max)")
     min_improvement: float = Field(
@@ -93,6 +125,11 @@ class MercuryParams(_Spec):
     backward_reuse: bool = Field(True, description="reuse the hit map in BWD-WEIGHT")
     adaptive: bool = Field(True, description="grow signatures and switch layers off adaptively")
     excluded_layers: list[str] = Field(default_factory=list, description="layers never reused")
+    reuse_classifier: bool = Field(
+        False,
+        description="also reuse in the classifier (the layer producing the logits, found by its "
+        "role): off by default, as a hit there copies another image's prediction",
+    )
     centre_inputs: bool = Field(
         True,
         description="sign x - mu instead of x, mu a running mean of the layer's input vectors, so "

@@ -24,7 +24,7 @@ const COLUMNS = [
   { key: "dataset", label: "Dataset", sort: "dataset" },
   { key: "accelerator_name", label: "Accelerator", sort: "accelerator_name" },
   { key: "status", label: "Status", sort: "status", render: statusCell },
-  { key: "accuracy", label: "Accuracy", sort: "accuracy", num: true, render: (r) => fmtPercent(r.accuracy) },
+  { key: "accuracy", label: "Accuracy", sort: "accuracy", num: true, render: accuracyCell },
   { key: "speedup", label: "Speedup", sort: "speedup", num: true, render: (r) => (r.speedup === null ? "–" : `${r.speedup.toFixed(3)}×`) },
   { key: "energy_ratio", label: "Energy ratio", sort: "energy_ratio", num: true, render: (r) => fmtNumber(r.energy_ratio) },
   { key: "total_cycles", label: "Cycles", sort: "total_cycles", num: true, render: (r) => fmtNumber(r.total_cycles) },
@@ -32,6 +32,12 @@ const COLUMNS = [
   { key: "params", label: "Swept values", render: (r) => fmtParams(r.params) },
   { key: "tags", label: "Tags", render: (r) => tagChips(r.tags) },
 ];
+
+/** The accuracy, with a flag when the run did not learn (below chance + the server's margin). */
+export function accuracyCell(run) {
+  if (!run.did_not_learn) return fmtPercent(run.accuracy);
+  return el("span", {}, el("span", { class: "badge failed", title: "test accuracy below chance + the did-not-learn margin", text: "did not learn" }), " ", fmtPercent(run.accuracy));
+}
 
 export function statusCell(run) {
   const cell = el("span", { class: "status", dataset: { runStatus: run.status } }, el("span", { class: `badge ${run.status}`, text: run.status }));

@@ -48,7 +48,8 @@ def seed_runs(server: Server) -> int:
                     "status": "done",
                     "progress": 1.0,
                     "is_baseline": i % 3 == 0,
-                    "accuracy": 0.9,
+                    "accuracy": 0.9 if i < RUNS - 1 else 0.11,
+                    "did_not_learn": i == RUNS - 1,
                     "speedup": 1 + i / 100,
                     "total_cycles": 1_000_000 - i,
                 }
@@ -72,6 +73,8 @@ def test_sort_page_filter_and_export(server: Server, browser: Browser, screensho
     page.goto(f"{server.url}/?experiment_id={experiment_id}")
     info = page.locator(".page-info")
     info.filter(has_text=f"1–50 of {RUNS} runs").wait_for()
+    flagged = page.locator("#run-table tbody tr").filter(has_text="did not learn")
+    assert flagged.count() == 1 and "11.0" in flagged.inner_text()  # the newest run, first
 
     page.get_by_role("button", name="Speedup").click()
     info.filter(has_text=f"1–50 of {RUNS}").wait_for()

@@ -114,6 +114,14 @@ def test_chart_data_has_what_the_charts_need(client: TestClient, world: World) -
     assert all(run["on_front"] for run in runs.values())
     by_bits = {r["params"].get("mercury.signature_bits"): r for r in runs.values()}
     assert abs(by_bits[8]["accuracy_drop"] - 0.05) < 1e-9
+    # Each signature length is its own seed group, labelled with the key /runs/groups uses.
+    assert len({r["group"] for r in runs.values()}) == len(runs)
+    groups = client.get(
+        "/api/v1/runs/groups",
+        params={"experiment_id": baseline["experiment_id"]},
+        headers=world.owner.auth,
+    ).json()
+    assert {g["key"] for g in groups} == {r["group"] for r in runs.values()}
     # Runs you cannot see are left out, not leaked.
     hidden = client.get(
         "/api/v1/chart-data", params={"ids": world.run_ids}, headers=world.stranger.auth

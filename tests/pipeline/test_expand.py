@@ -142,3 +142,28 @@ def test_same_baseline_keeps_zero_skipping_off_where_the_accelerator_has_none() 
     baselines = [r for r in expansion.runs if r.params["technique"] == "baseline"]
     assert sorted(r.baseline_hardware for r in baselines) == ["dense", "same"]
     assert all(not r.accelerator_config["zero_skipping"]["enabled"] for r in baselines)
+
+
+def test_recipe_values_are_resolved_and_stored_but_never_override_the_user() -> None:
+    from backend.specs.recipes import RECIPE_FIELDS, recipe_for
+
+    s = spec(
+        training={"model": "vgg-small", "dataset": "mnist", "weight_decay": 0.0},
+        sweep={"parameters": {"training.learning_rate": {"values": [0.01, 0.2]}}},
+    )
+    expansion = expand(s, 1000)
+    recipe = recipe_for("vgg-small", "mnist")
+    for training in expansion.trainings.values():
+        config = training.training_config
+        assert all(config[name] is not None for name in RECIPE_FIELDS)
+        assert config["weight_decay"] == 0.0  # set by the user
+        assert config["learning_rate"] in (0.01, 0.2)  # swept
+        assert config["lr_schedule"] == recipe.lr_schedule
+        assert config["bn_recalibration_images"] == recipe.bn_recalibration_images
+        assert config["epochs"] == recipe.epochs == 3
+    digits = expand(spec(training={"model": "lenet5", "dataset": "digits"}), 1000)
+    assert {t.training_config["epochs"] for t in digits.trainings.values()} == {20}
+    # Resolution is idempotent: a resolved spec expands to the same trainings (same keys).
+    resolved = next(iter(digits.trainings.values())).training_config
+    again = expand(spec(training={**resolved}), 1000)
+    assert set(again.trainings) == set(digits.trainings)

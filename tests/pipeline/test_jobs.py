@@ -145,3 +145,35 @@ def test_same_baseline_hardware_measures_against_a_zero_skipping_array(
     exported = api.get("/api/v1/runs/export?format=csv").text.splitlines()
     header = exported[0].split(",")
     assert "baseline_hardware" in header and "baseline_run_id" in header
+
+
+def test_a_run_that_did_not_learn_is_flagged_and_hit_rates_are_shown(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    """Two trainings of the same data: one learns, one with a learning rate far too small
+    stays near chance (10% on ten classes) and is flagged; MERCURY's run detail lists the hit
+    rate of each reusing layer per epoch."""
+    url = pg_settings.effective_database_url
+    spec = {
+        "name": "learning",
+        "training": {**TINY_TRAINING, "epochs": 2, "train_samples": 512, "test_samples": 256},
+        "techniques": [{"name": "mercury", "signature_bits": 8}],
+        "accelerators": ["edge"],
+        "sweep": {"parameters": {"training.learning_rate": {"values": [1e-6, 0.05]}}},
+    }
+    api.post("/api/v1/experiments", json=spec)
+    for training_id in training_ids(url):
+        assert run_training_job(url, training_id, did_not_learn_margin=0.10) == "done"
+    runs = api.get("/api/v1/runs", params={"sort": "id"}).json()["items"]
+    for run in runs:
+        learned = run["params"]["training.learning_rate"] == 0.05
+        assert run["did_not_learn"] == (not learned), run
+        assert (run["accuracy"] >= 0.2) == learned  # chance 0.1 + margin 0.1
+    mercury = next(r for r in runs if r["technique"] == "mercury")
+    detail = api.get(f"/api/v1/runs/{mercury['id']}").json()
+    hit_rates = detail["hit_rate_per_layer"]
+    assert set(hit_rates) == {"1", "3", "5"}  # the MLP's three linear layers
+    assert hit_rates["5"] == [None, None]  # the classifier is not reused
+    assert all(len(v) == 2 and v[0] is not None and 0 <= v[0] <= 1 for v in [hit_rates["1"]])
+    baseline = next(r for r in runs if r["technique"] == "baseline")
+    assert api.get(f"/api/v1/runs/{baseline['id']}").json()["hit_rate_per_layer"] == {}

@@ -144,6 +144,7 @@ def _leaks(response_text: str, content_type: str, world: World) -> list[str]:
                 found.append(f"experiment {world.experiment_id}")
             if value.get("run_id") in world.run_ids:
                 found.append(f"run {value['run_id']}")
+            found.extend(f"run {i}" for i in value.get("run_ids", []) if i in world.run_ids)
             for item in value.values():
                 walk(item)
         elif isinstance(value, list):
@@ -177,6 +178,7 @@ def test_collections_hold_only_your_own_and_your_teams_objects(
         "/api/v1/runs",
         "/api/v1/runs/compare",
         "/api/v1/runs/pareto",
+        "/api/v1/runs/groups",
         "/api/v1/runs/export",
         "/api/v1/dashboards",
         "/api/v1/chart-data",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -132,3 +133,52 @@ def test_progress_reaches_one_and_cancellation_stops_between_batches() -> None:
     with pytest.raises(TrainingCancelled):
         run_training(config, [], should_cancel=cancel_after_three)
     assert calls == 4
+
+
+def test_learning_rate_schedule_warms_up_then_anneals_to_zero() -> None:
+    from worker.training.engine import learning_rate_factor
+
+    config = TrainingConfig(lr_schedule="cosine", warmup_fraction=0.1)
+    total = 200
+    factor = learning_rate_factor(config, total)
+    values = [factor(i) for i in range(total)]
+    assert values[:20] == pytest.approx([(i + 1) / 20 for i in range(20)])  # linear warm-up
+    for i in range(20, total):  # the cosine, written out: 1 at the peak, 0 after the last batch
+        progress = (i - 20) / (total - 20)
+        assert values[i] == pytest.approx((1 + math.cos(math.pi * progress)) / 2)
+    assert max(values) == 1.0 and 0 < values[-1] < 1e-3
+    constant = learning_rate_factor(TrainingConfig(lr_schedule="constant"), total)
+    assert {constant(i) for i in range(total)} == {1.0}
+
+
+def test_batchnorm_recalibration_uses_the_current_weights() -> None:
+    """After recalibration each BatchNorm's running statistics are the plain mean and the
+    unbiased variance of its input over the images (one batch: no averaging of batches)."""
+    from worker.training.engine import recalibrate_batchnorm
+
+    torch.manual_seed(0)
+    model = build_model("vgg-small", (1, 8, 8), 10, 4)
+    images = torch.rand(64, 1, 8, 8)
+    first_bn = model.features[1]
+    seen: list[torch.Tensor] = []
+    handle = first_bn.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach()))
+    with torch.no_grad():
+        first_bn.running_mean.fill_(5.0)  # stale statistics from "training"
+    model.eval()
+    recalibrate_batchnorm(model, images, batch_size=64)
+    handle.remove()
+    x = seen[-1].transpose(0, 1).reshape(first_bn.num_features, -1)
+    assert torch.allclose(first_bn.running_mean, x.mean(1), atol=1e-5)
+    assert torch.allclose(first_bn.running_var, x.var(1, unbiased=True), atol=1e-5)
+    assert first_bn.momentum == 0.1 and model.training
+
+
+def test_a_config_built_by_hand_trains_with_its_recipe() -> None:
+    from backend.specs.recipes import resolve_recipe
+
+    config = TrainingConfig(model="mlp", dataset="digits", train_samples=256, width=4)
+    resolved = resolve_recipe(config)
+    assert resolved.epochs == 20 and resolved.lr_schedule == "cosine"
+    assert resolve_recipe(resolved) == resolved
+    explicit = TrainingConfig(model="mlp", dataset="digits", epochs=1, train_samples=256, width=4)
+    assert len(run_training(explicit, [BaselineParams()]).epochs) == 1

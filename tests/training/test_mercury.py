@@ -12,10 +12,10 @@ from worker.sim.workload import TrainingPass
 from worker.training import run_training
 from worker.training.datasets import load_dataset
 from worker.training.hook_chain import HookChain
-from worker.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument
+from worker.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument, mark_classifier
 from worker.training.mcache import CacheModel, owners, reference_owners
 from worker.training.mercury import Mercury
-from worker.training.models import build_model
+from worker.training.models import MODEL_REGISTRY, build_model
 from worker.training.recorder import WorkloadRecorder
 from worker.training.signatures import RandomProjection, pack_signs
 
@@ -188,12 +188,14 @@ def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
     assert 0 < first.hit_rate < 1
     conv1 = first.per_layer["conv1"]
     assert conv1["hit_rate"] > 0 and conv1["signature_bits"] == 8
-    assert all(first.per_layer[name]["reuse_on"] == 1.0 for name in ("conv1", "fc1", "fc3"))
+    assert all(first.per_layer[name]["reuse_on"] == 1.0 for name in ("conv1", "fc1", "fc2"))
+    classifier = first.per_layer["fc3"]  # excluded by default
+    assert classifier["reuse_on"] == 0.0 and "hit_rate" not in classifier
     low = {name for name, v in first.per_layer.items() if v.get("hit_rate", 1) < 0.9}
     assert low  # with 8 bits on digits, some layers reuse less than 90% of their rows
     for name, figures in second.per_layer.items():
         if "reuse_on" in figures:
-            assert figures["reuse_on"] == (0.0 if name in low else 1.0)
+            assert figures["reuse_on"] == (0.0 if name in low or name == "fc3" else 1.0)
     ops = {(op.layer, op.pass_, op.role): op for op in result.workload.ops}
     fwd = ops[("conv1", TrainingPass.FWD, "compute")]
     assert 0 < fwd.reused_row_fraction < 1
@@ -205,3 +207,36 @@ def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
     assert signature.n in (8, 12, 16)
     # the projection reads conv1's FWD input stream: on the array or a projection unit
     assert signature.runs_on == "projection" and signature.fused_with == "conv1"
+
+
+@pytest.mark.parametrize("name", list(MODEL_REGISTRY))
+@pytest.mark.parametrize("shape", [(1, 8, 8), (1, 28, 28), (3, 32, 32)])
+def test_the_classifier_is_excluded_by_default_on_every_zoo_model(
+    name: str, shape: tuple[int, int, int]
+) -> None:
+    torch.manual_seed(0)
+    model = build_model(name, shape, 10, 8)
+    layers = [site for site in instrument(model) if isinstance(site, GemmLayer)]
+    mark_classifier(model, shape)
+    mercury = Mercury(MercuryParams())
+    mercury.setup(model, layers, seed=0)
+    excluded = [layer for layer in layers if not mercury.layers[layer.name].reusing]
+    assert len(excluded) == 1
+    # Independently: the excluded layer's output on real-looking input is the model's output.
+    outputs: dict[str, Tensor] = {}
+    for layer in layers:
+        layer.register_forward_hook(
+            lambda module, _args, y: outputs.__setitem__(module.name, y.detach())
+        )
+    model.eval()
+    logits = model(torch.rand(4, *shape)).detach()
+    assert logits.shape == (4, 10)
+    assert torch.equal(outputs[excluded[0].name], logits)
+    # The knob brings it back; excluded_layers still excludes the others.
+    everything = Mercury(MercuryParams(reuse_classifier=True))
+    everything.setup(model, layers, seed=0)
+    assert all(state.reusing for state in everything.layers.values())
+    first = layers[0].name
+    named = Mercury(MercuryParams(excluded_layers=[first]))
+    named.setup(model, layers, seed=0)
+    assert {n for n, s in named.layers.items() if not s.reusing} == {first, excluded[0].name}

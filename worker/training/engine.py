@@ -2,11 +2,15 @@
 
 Per mini-batch: the techniques decide whether it runs backward (ADA-GP's predicted-gradient
 steps do not); the model's GEMM layers call the techniques' hooks; the recorder measures the
-workload. Per epoch: evaluation on the test set (plain dense inference), technique figures.
+workload; the learning-rate schedule steps. Per epoch: BatchNorm statistics recomputed with the
+current weights, evaluation on the test set (plain dense inference), technique figures. The
+config's recipe fields are resolved first (backend/specs/recipes.py), so a config built by hand
+trains as the same config stored by an experiment.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -16,12 +20,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from backend.settings import get_settings
+from backend.specs.recipes import resolve_recipe
 from backend.specs.training import TrainingConfig, dataset_folder, technique_label
 from worker.sim.workload import Workload
 from worker.training.datasets import Dataset, load_dataset
 from worker.training.errors import TrainingCancelled
 from worker.training.hook_chain import HookChain
-from worker.training.layers import GemmLayer, attach_hooks, instrument
+from worker.training.layers import GemmLayer, attach_hooks, instrument, mark_classifier
 from worker.training.models import build_model
 from worker.training.recorder import MEASURE_EVERY, WorkloadRecorder
 from worker.training.registry import AnyParams, build_techniques
@@ -32,11 +37,16 @@ EVAL_BATCH = 512
 
 
 def configure_threads() -> None:
-    """Intra-op threads: at most 2 (this is a small-model, small-batch workload)."""
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    """Intra-op threads: OMP_NUM_THREADS if set, else at most 2 (this is a small-model,
+    small-batch workload). On a machine busier than its cores, 1 avoids threads spinning while
+    they wait for a descheduled partner."""
+    configured = os.environ.get("OMP_NUM_THREADS", "")
+    threads = int(configured) if configured.isdigit() else min(2, os.cpu_count() or 1)
+    torch.set_num_threads(max(1, threads))
 
 
 def make_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
+    assert config.learning_rate is not None and config.weight_decay is not None
     if config.optimizer == "adam":
         return torch.optim.Adam(
             model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
@@ -47,6 +57,40 @@ def make_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Opti
         momentum=config.momentum,
         weight_decay=config.weight_decay,
     )
+
+
+def learning_rate_factor(config: TrainingConfig, total_batches: int) -> Callable[[int], float]:
+    """The schedule as a factor of the peak rate, per batch index: linear warm-up to 1 over
+    `warmup_fraction` of the batches, then a cosine decay reaching 0 after the last batch."""
+    if config.lr_schedule == "constant":
+        return lambda _index: 1.0
+    warmup = round((config.warmup_fraction or 0.0) * total_batches)
+
+    def factor(index: int) -> float:
+        if index < warmup:
+            return (index + 1) / warmup
+        progress = (index - warmup) / max(total_batches - warmup, 1)
+        return 0.5 * (1 + math.cos(math.pi * progress))
+
+    return factor
+
+
+def recalibrate_batchnorm(model: nn.Module, images: Tensor, batch_size: int) -> None:
+    """Recompute every BatchNorm layer's running mean and variance over `images` with the
+    current weights (a cumulative average, not the exponential one of training)."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms or len(images) == 0:
+        return
+    momenta = [norm.momentum for norm in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None
+    model.train()
+    with torch.no_grad():
+        for start in range(0, len(images), batch_size):
+            model(images[start : start + batch_size])
+    for norm, momentum in zip(norms, momenta, strict=True):
+        norm.momentum = momentum
 
 
 def evaluate(model: nn.Module, images: Tensor, labels: Tensor) -> tuple[float, float]:
@@ -84,6 +128,7 @@ class _Run:
             config.model, self.data.input_shape, self.data.num_classes, config.width
         )
         self.sites = instrument(self.model)
+        mark_classifier(self.model, self.data.input_shape)
         self.layers = [site for site in self.sites if isinstance(site, GemmLayer)]
         self.techniques: list[Technique] = build_techniques(params)
         for technique in self.techniques:
@@ -93,7 +138,23 @@ class _Run:
         self.optimizer = make_optimizer(self.model, config)
         self.batch_size = min(config.batch_size, len(self.data.train_labels))
         self.batches_per_epoch = len(self.data.train_labels) // self.batch_size
+        assert config.epochs is not None
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, learning_rate_factor(config, self.batches_per_epoch * config.epochs)
+        )
         self.order = torch.Generator().manual_seed(config.seed + 1)
+        calibration = torch.Generator().manual_seed(config.seed + 2)
+        count = min(config.bn_recalibration_images or 0, len(self.data.train_labels))
+        chosen = torch.randperm(len(self.data.train_labels), generator=calibration)[:count]
+        self.calibration_images = self.data.train_images[chosen]
+
+    def evaluate(self) -> tuple[float, float]:
+        """Test loss and accuracy of the plain dense model, BatchNorm statistics recomputed."""
+        attach_hooks(self.model, None)
+        recalibrate_batchnorm(self.model, self.calibration_images, self.batch_size)
+        result = evaluate(self.model, self.data.test_images, self.data.test_labels)
+        attach_hooks(self.model, self.hooks)
+        return result
 
     def train_batch(self, step: Step, images: Tensor, labels: Tensor) -> tuple[float, int]:
         backward = all(t.runs_backward(step) for t in self.techniques)
@@ -108,6 +169,7 @@ class _Run:
         for technique in self.techniques:
             technique.before_step(step, backward, loss_value)
         self.optimizer.step()
+        self.schedule.step()
         self.recorder.end_batch(backward)
         return loss_value, int((logits.argmax(1) == labels).sum())
 
@@ -121,6 +183,8 @@ def run_training(
     """Train `config.model` on `config.dataset` with the techniques; measure the workload."""
     configure_threads()
     started = time.perf_counter()
+    config = resolve_recipe(config)
+    assert config.epochs is not None
     run = _Run(config, techniques)
     attach_hooks(run.model, run.hooks)
     data, total_batches = run.data, run.batches_per_epoch * config.epochs
@@ -152,9 +216,7 @@ def run_training(
                     )
                 )
         seconds = time.perf_counter() - epoch_started
-        attach_hooks(run.model, None)
-        test_loss, test_accuracy = evaluate(run.model, data.test_images, data.test_labels)
-        attach_hooks(run.model, run.hooks)
+        test_loss, test_accuracy = run.evaluate()
         for technique in run.techniques:
             technique.end_epoch(epoch, test_loss)
         epochs.append(
@@ -174,7 +236,13 @@ def run_training(
         ops=ops.ops,
         technique=technique_label(techniques),
     )
-    return TrainingResult(epochs, workload, time.perf_counter() - started, workload.technique)
+    return TrainingResult(
+        epochs,
+        workload,
+        time.perf_counter() - started,
+        workload.technique,
+        chance_accuracy=1 / data.num_classes,
+    )
 
 
 def _epoch_metrics(

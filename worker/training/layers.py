@@ -8,6 +8,10 @@ activations (attention) is a `MatMulSite`. Through `LayerHooks` a technique can
 
 Rows are the rows of the FWD GEMM's A: one per output pixel of a conv (batch-major, then
 raster order), one per input vector of a linear layer.
+
+The *classifier* is the GEMM layer whose output is the network's output, the logits; it is
+found by its role (`mark_classifier` runs the model once and sees whose output comes out), not
+by its name, so it is found in every zoo model and in any model built the same way.
 """
 
 from __future__ import annotations
@@ -150,6 +154,7 @@ class GemmLayer(nn.Module):
         self.name = name
         self.inner = inner
         self.hooks: LayerHooks | None = None
+        self.is_classifier = False  # set by `mark_classifier`
 
     @property
     def is_conv(self) -> bool:
@@ -201,6 +206,32 @@ def instrument(model: nn.Module) -> list[GemmLayer | MatMulSite]:
             elif isinstance(child, MatMulSite):
                 child.name = path
     return gemm_sites(model)
+
+
+def mark_classifier(model: nn.Module, input_shape: tuple[int, ...]) -> GemmLayer | None:
+    """Find the instrumented model's classifier, the GEMM layer whose output tensor is the
+    model's output, by one forward pass of a zero image in eval mode (no statistics change, no
+    random numbers drawn); flag it `is_classifier` and return it (None if no layer's output is
+    the model's output)."""
+    layers = [m for m in model.modules() if isinstance(m, GemmLayer)]
+    outputs: list[tuple[Tensor, nn.Module]] = []
+    handles = [
+        layer.register_forward_hook(lambda module, _args, y: outputs.append((y, module)))
+        for layer in layers
+    ]
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            logits = model(torch.zeros(1, *input_shape))
+    finally:
+        model.train(was_training)
+        for handle in handles:
+            handle.remove()
+    classifier = next((module for y, module in outputs if y is logits), None)
+    for layer in layers:
+        layer.is_classifier = layer is classifier
+    return classifier
 
 
 def gemm_sites(model: nn.Module) -> list[GemmLayer | MatMulSite]:

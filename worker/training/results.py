@@ -40,6 +40,7 @@ class TrainingResult:
     workload: Workload
     seconds: float
     technique: str
+    chance_accuracy: float | None = None  # 1 / classes: guessing's expected test accuracy
 
     @property
     def test_accuracy(self) -> float:
@@ -55,6 +56,7 @@ class TrainingResult:
             "test_accuracy": self.test_accuracy,
             "test_loss": self.test_loss,
             "seconds": self.seconds,
+            "chance_accuracy": self.chance_accuracy,
             "epochs": [asdict(epoch) for epoch in self.epochs],
             "workload": self.workload.to_dict(),
         }

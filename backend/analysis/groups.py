@@ -1,0 +1,80 @@
+"""Seeds as statistics: runs that differ only in their seed form a group, summarised by the mean
+and a Student-t confidence interval.
+
+The group key is the one definition of "the same design point": a hash of the run's training
+config without its seed, its technique settings, its accelerator config (with the extensions the
+run uses) and, where a run records it, its baseline hardware. The API's grouped endpoint, the
+CSV export's `group` column and the dashboard all use `group_key`.
+
+Per group and metric, the interval is mean +- t(1 - alpha/2, n - 1) * s / sqrt(n), s the sample
+standard deviation over the runs: the seeds are the samples. A group of one run has a mean but
+no interval. The accuracy delta is paired by seed: each run's accuracy minus that of its own
+baseline (same training config and seed), so seed-to-seed variation common to both cancels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats
+
+CONFIDENCE = 0.95
+
+
+def group_key(
+    training_config: Mapping[str, Any],
+    technique_params: Sequence[Any],
+    accelerator_config: Mapping[str, Any],
+    baseline_hardware: str | None = None,
+) -> str:
+    """The key shared by runs whose everything but the seed is equal (32 hex digits)."""
+    identity: dict[str, Any] = {
+        "training": {k: v for k, v in training_config.items() if k != "seed"},
+        "techniques": list(technique_params),
+        "accelerator": dict(accelerator_config),
+    }
+    if baseline_hardware is not None:
+        identity["baseline_hardware"] = baseline_hardware
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def run_group_key(run: Any) -> str:
+    """`group_key` of a stored run (anything with the run's columns as attributes)."""
+    return group_key(
+        run.training_config,
+        run.technique_params,
+        run.accelerator_config,
+        getattr(run, "baseline_hardware", None),
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A metric over a group's runs: sample size, mean, sample standard deviation and the
+    two-sided confidence interval of the mean (None for fewer than two samples)."""
+
+    n: int
+    mean: float
+    sd: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate | None:
+    """Mean and Student-t confidence interval of `values` (None when there are none)."""
+    n = len(values)
+    if n == 0:
+        return None
+    mean = statistics.fmean(values)
+    if n == 1:
+        return Estimate(1, mean, None, None, None)
+    sd = statistics.stdev(values)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return Estimate(n, mean, sd, mean - half, mean + half)

@@ -1,7 +1,7 @@
 """A small Python client for Orrery's REST API (used by the CLI, usable from notebooks).
 
 client = OrreryClient("http://127.0.0.1:8000", token=None)
-experiment = client.submit(yaml.safe_load(open("examples/mercury.yaml")))
+experiment = client.submit(yaml.safe_load(open("examples/papers/mercury.yaml")))
 client.wait(experiment["id"])
 rows = list(client.iter_runs(experiment_id=[experiment["id"]]))
 """

@@ -8,12 +8,44 @@ import yaml
 from backend.experiments.expand import expand
 from backend.specs.experiment import ExperimentSpec
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+FOLDER = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = sorted(FOLDER.glob("**/*.yaml"))
+PAPER_PRESETS = {
+    "mercury": "mercury-like",
+    "adagp": "adagp-like",
+    "sparsetrain": "sparsetrain-like",
+}
 
 
 def test_there_are_examples_for_each_paper() -> None:
-    names = {path.stem for path in EXAMPLES}
-    assert {"mercury", "adagp", "sparsetrain", "all-techniques", "quick-start"} <= names
+    names = {str(path.relative_to(FOLDER).with_suffix("")) for path in EXAMPLES}
+    assert {"all-techniques", "quick-start"} <= names
+    for paper in PAPER_PRESETS:
+        assert {f"papers/{paper}", f"papers/full/{paper}"} <= names
+
+
+@pytest.mark.parametrize("paper", list(PAPER_PRESETS))
+def test_paper_miniatures_state_every_knob_and_use_the_papers_preset(paper: str) -> None:
+    """Nothing a miniature depends on is left to a default that could change under it."""
+    from pydantic import TypeAdapter
+
+    from backend.specs.recipes import RECIPE_FIELDS
+    from backend.specs.training import TechniqueParams
+
+    for path in (FOLDER / "papers" / f"{paper}.yaml", FOLDER / "papers" / "full" / f"{paper}.yaml"):
+        data = yaml.safe_load(path.read_text())
+        assert data["accelerators"][0] == PAPER_PRESETS[paper]
+        assert len(data["seeds"]) >= 3
+        assert set(RECIPE_FIELDS) <= set(data["training"])
+        (technique,) = data["techniques"]
+        knobs = TypeAdapter(TechniqueParams).validate_python(technique).model_dump()
+        assert set(knobs) == set(technique)
+    assert (
+        yaml.safe_load((FOLDER / "papers" / "full" / f"{paper}.yaml").read_text())["training"][
+            "epochs"
+        ]
+        >= 10
+    )
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)

@@ -51,7 +51,7 @@ def run_group_key(run: Any) -> str:
         run.training_config,
         run.technique_params,
         run.accelerator_config,
-        getattr(run, "baseline_hardware", None),
+        run.baseline_hardware,
     )
 
 

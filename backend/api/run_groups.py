@@ -20,12 +20,8 @@ _COLUMNS = (
     Run.id, Run.seed, Run.technique, Run.model, Run.dataset, Run.accelerator_name,
     Run.is_baseline, Run.status, Run.params, Run.training_config, Run.technique_params,
     Run.accelerator_config, Run.accuracy, Run.speedup, Run.energy_ratio, Run.did_not_learn,
+    Run.baseline_hardware,
 )  # fmt: skip
-
-
-def _hardware_column() -> Any:
-    """The run's baseline hardware where the schema records it."""
-    return getattr(Run, "baseline_hardware", None)
 
 
 def run_groups(db: Session, user: User, filters: RunFilters) -> list[RunGroup]:
@@ -33,10 +29,7 @@ def run_groups(db: Session, user: User, filters: RunFilters) -> list[RunGroup]:
     baseline = aliased(Run)
     # A baseline run is its own reference: accuracy delta 0.
     reference_accuracy = case((Run.is_baseline, Run.accuracy), else_=baseline.accuracy)
-    hardware = _hardware_column()
     columns = [*_COLUMNS, reference_accuracy.label("reference_accuracy")]
-    if hardware is not None:
-        columns.append(hardware.label("baseline_hardware"))
     query = (
         filtered_runs(db, user, filters, columns[0])
         .add_columns(*columns[1:])
@@ -49,7 +42,7 @@ def run_groups(db: Session, user: User, filters: RunFilters) -> list[RunGroup]:
             row["training_config"],
             row["technique_params"],
             row["accelerator_config"],
-            row.get("baseline_hardware"),
+            row["baseline_hardware"],
         )
         members[key].append(row)
     return [_summary(key, rows) for key, rows in members.items()]
@@ -75,6 +68,7 @@ def _summary(key: str, rows: list[Any]) -> RunGroup:
         dataset=first["dataset"],
         accelerator_name=first["accelerator_name"],
         is_baseline=first["is_baseline"],
+        baseline_hardware=first["baseline_hardware"],
         params={k: v for k, v in first["params"].items() if k != "seed"},
         run_ids=[row["id"] for row in rows],
         seeds=[row["seed"] for row in rows],

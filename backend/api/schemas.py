@@ -192,6 +192,7 @@ class RunGroup(BaseModel):
     dataset: str
     accelerator_name: str
     is_baseline: bool
+    baseline_hardware: str = Field(description="the baseline its runs are compared with")
     params: dict[str, Any] = Field(description="the swept values of the group, seed left out")
     run_ids: list[int]
     seeds: list[int]

@@ -131,6 +131,19 @@ def test_submit_watch_compare_save_and_share(
     page.get_by_role("button", name=re.compile(r"Compare selected \(3\)")).click()
     page.wait_for_url(re.compile(r"/compare\?ids="))
     wait_for_charts(page, len(CHARTS))
+    # The summary first: one row per design point (here one seed each), sortable.
+    summary = page.locator("#group-summary tbody tr")
+    summary.first.wait_for()
+    assert summary.count() == 3
+    techniques = page.locator("#group-summary tbody td:first-child").all_inner_texts()
+    assert sorted(techniques) == ["baseline", "mercury", "mercury"]
+    page.get_by_role("button", name=re.compile("^Technique")).click()
+    assert page.locator("#group-summary tbody td:first-child").all_inner_texts() == [
+        "baseline",
+        "mercury",
+        "mercury",
+    ]
+    assert "1 of 1" in summary.first.inner_text()
     page.screenshot(path=screenshots / "04-compare.png", full_page=True)
 
     # 4. Save as a dashboard with a text block before the second chart, then a read-only link.

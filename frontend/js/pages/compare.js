@@ -5,6 +5,7 @@ import { drawCharts } from "../chart-panel.js";
 import { chartPicker } from "../chart-picker.js";
 import { CHART_IDS } from "../charts/registry.js";
 import { ShareLinks } from "../share-links.js";
+import { groupTable } from "../group-table.js";
 import { textEditor } from "../text-blocks.js";
 
 const $ = (id) => document.getElementById(id);
@@ -28,7 +29,10 @@ async function redraw() {
   $("run-summary").textContent = runs.length
     ? `${runs.length} run(s): ${runs.map((r) => `#${r.id}`).join(", ")}`
     : "No runs selected: pick runs in the run table and press “Compare selected”.";
-  await drawCharts($("charts"), state.charts, runs, state.dashboard ? state.dashboard.texts : []);
+  await Promise.all([
+    groupTable($("group-summary"), runs),
+    drawCharts($("charts"), state.charts, runs, state.dashboard ? state.dashboard.texts : []),
+  ]);
 }
 
 function fieldError(field, message) {

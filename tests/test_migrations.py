@@ -22,6 +22,7 @@ EXPECTED_TABLES = {
     "share_links",
     "user_sessions",
     "login_failures",
+    "worker_heartbeats",
 }
 
 

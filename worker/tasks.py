@@ -8,6 +8,7 @@ import socket
 from celery import Task
 from sqlalchemy.exc import OperationalError
 
+from backend.leases import LeaseTerms
 from backend.queue import TaskName
 from backend.settings import get_settings
 from worker.app import app
@@ -40,6 +41,12 @@ def train(self: Task, training_id: int) -> dict[str, object]:
             meta={"fraction": progress.fraction, "epoch": progress.epoch, "batch": progress.batch},
         )
 
-    database_url = get_settings().effective_database_url
-    status = run_training_job(database_url, training_id, self.request.id, on_progress=on_progress)
+    settings = get_settings()
+    status = run_training_job(
+        settings.effective_database_url,
+        training_id,
+        self.request.id,
+        on_progress=on_progress,
+        terms=LeaseTerms.of(settings),
+    )
     return {"training_id": training_id, "status": status}

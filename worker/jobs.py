@@ -3,9 +3,9 @@
 A delivery holds a lease on its training (see `backend.leases`) and every write it makes is
 fenced by the attempt number its claim took, so however often a training is delivered (a worker
 died, was stopped past its lease, the broker redelivered) one result set is stored:
-- a training is *claimed* by a conditional status change: queued, or running but abandoned
-  (the same task redelivered after its worker process died, or a heartbeat older than the
-  lease), and only while it has deliveries left;
+- a training is *claimed* by a conditional status change: queued, or running with a heartbeat
+  older than the lease, and only while it has deliveries left; a delivery that finds a live
+  lease leaves the training to its holder;
 - while it trains, a heartbeat thread renews the lease; a renewal that finds the lease taken
   back stops the training at its next batch;
 - the training's epochs and workload, every run's layers and metrics, the runs' `done` and the
@@ -17,6 +17,8 @@ died, was stopped past its lease, the broker redelivered) one result set is stor
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -76,10 +78,11 @@ def claim_training(
     """Take the lease for this task; the attempt number (fencing token), or None when the
     training is finished, cancelled, out of attempts, or leased to a live delivery."""
     now = _now()
+    # A running training is claimable only once its lease expired, even for a redelivery of
+    # the same task (its process may be alive and only cut off from the broker): one live
+    # holder at a time; a dead one is noticed by its lease.
     claimable = or_(
-        Training.status == "queued",
-        (Training.status == "running")
-        & or_(Training.task_id == task_id, lease_expired(terms, now)),
+        Training.status == "queued", (Training.status == "running") & lease_expired(terms, now)
     )
     attempt = db.execute(
         update(Training)
@@ -95,6 +98,7 @@ def claim_training(
             attempts=Training.attempts + 1,
             started_at=now,
             heartbeat_at=now,
+            leased_by=f"{socket.gethostname()}:{os.getpid()}",
             progress=0.0,
             error=None,
         )

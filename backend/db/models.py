@@ -154,6 +154,7 @@ class Training(Base):
     # of the worker holding the lease must present.
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    leased_by: Mapped[str | None] = mapped_column(String(255))  # "host:pid" of the last claim
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     workload: Mapped[dict[str, Any] | None]
     test_accuracy: Mapped[float | None] = mapped_column(Float)

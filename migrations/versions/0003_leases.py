@@ -19,6 +19,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("trainings", schema=None) as batch_op:
         batch_op.add_column(sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column("leased_by", sa.String(length=255), nullable=True))
 
     op.create_table(
         "worker_heartbeats",
@@ -38,4 +39,5 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_worker_heartbeats_beat_at"))
     op.drop_table("worker_heartbeats")
     with op.batch_alter_table("trainings", schema=None) as batch_op:
+        batch_op.drop_column("leased_by")
         batch_op.drop_column("heartbeat_at")

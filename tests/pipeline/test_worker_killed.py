@@ -1,13 +1,18 @@
-"""A worker process SIGKILLed mid-training: the task is redelivered and stores one result set."""
+"""A worker's pool process SIGKILLed mid-training: Celery redelivers the task at once, but the
+training's lease is still live, so that delivery leaves it alone; once the lease expires the
+API's reconciler takes the training back and a new delivery stores one result set."""
 
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from backend.api.app import create_app
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
 from backend.queue import TaskName, make_celery
@@ -46,6 +51,19 @@ def poll(condition, timeout: float, what: str):  # type: ignore[no-untyped-def]
     raise AssertionError(f"timed out waiting for {what}")
 
 
+LEASE_SECONDS = 3
+
+
+@pytest.fixture
+def api(pg_settings: Settings) -> Iterator[TestClient]:
+    """The API with its reconciler taking back expired leases every half second."""
+    settings = pg_settings.model_copy(
+        update={"lease_seconds": LEASE_SECONDS, "reconcile_interval": 0.5}
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
 def test_sigkilled_worker_process_is_redelivered_once(
     api: TestClient, pg_settings: Settings, redis_db_url: str, tmp_path: Path
 ) -> None:
@@ -55,6 +73,7 @@ def test_sigkilled_worker_process_is_redelivered_once(
         ORRERY_DATABASE_URL=url,
         ORRERY_BROKER_URL=redis_db_url,
         ORRERY_RESULT_BACKEND=redis_db_url,
+        ORRERY_LEASE_SECONDS=str(LEASE_SECONDS),
     )
     worker = start_worker(env, cwd=tmp_path)
     try:
@@ -93,7 +112,7 @@ def test_sigkilled_worker_process_is_redelivered_once(
     assert "WorkerLostError" in log or "SIGKILL" in log or "signal 9" in log, log[-2000:]
     with session_scope(url) as db:
         training = db.get(Training, victim.id)
-        assert training.attempts == 2  # the killed delivery and the redelivery
+        assert training.attempts == 2  # the killed delivery and the one after its lease
         assert training.status == "done"
         epochs = db.scalar(
             select(func.count())

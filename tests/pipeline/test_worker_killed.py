@@ -4,7 +4,6 @@ API's reconciler takes the training back and a new delivery stores one result se
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from backend.db.session import session_scope
 from backend.queue import TaskName, make_celery
 from backend.settings import Settings
 from tests.conftest import orrery_env, start_worker, stop_process
+from tests.reliability.chaos import child_pids, poll
 
 SPEC = {
     "name": "kill me",
@@ -26,29 +26,6 @@ SPEC = {
     "techniques": [{"name": "sparsetrain"}],
     "accelerators": ["edge", "eyeriss-like"],
 }
-
-
-def child_pids(parent: int) -> list[int]:
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == parent:
-                children.append(int(entry.name))
-    return children
-
-
-def poll(condition, timeout: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 LEASE_SECONDS = 3

@@ -1,7 +1,7 @@
 """leases: training heartbeats and worker heartbeats
 
-Revision ID: 0003_leases
-Revises: 0002
+Revision ID: 0006_leases
+Revises: 0005
 Create Date: 2026-12-03
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003_leases"
-down_revision: str | None = "0002"
+revision: str = "0006_leases"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser
 from sqlalchemy import insert
@@ -16,6 +17,7 @@ from backend.db.models import Experiment, Run
 from backend.db.session import session_scope
 from tests.browser.conftest import ConsoleLog, Server, stop_serve
 from tests.conftest import ORRERY_BIN, ROOT, free_port, orrery_env, wait_for_http
+from tests.reliability.chaos import poll
 
 pytestmark = pytest.mark.browser
 REASON = "ValueError: idx-dir: no training images found under the data set path"
@@ -99,13 +101,14 @@ def test_banner_without_a_worker_and_the_failure_reason(
 
 
 def test_no_banner_while_a_worker_beats(server: Server, browser: Browser) -> None:
+    poll(
+        lambda: httpx.get(f"{server.url}/api/v1/health", timeout=10).json()["workers"]["ok"],
+        120,
+        "the server's worker to beat",
+    )
     context = browser.new_context()
     page = context.new_page()
     page.goto(f"{server.url}/")
-    page.wait_for_function(
-        "async () => (await (await fetch('/api/v1/health')).json()).workers.ok", polling=500
-    )
-    page.reload()
     page.locator("#experiments").wait_for()
     page.wait_for_load_state("networkidle")
     assert page.locator("#worker-banner").is_hidden()

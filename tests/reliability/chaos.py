@@ -79,7 +79,12 @@ class Worker:
             ORRERY_LEASE_SECONDS=str(settings.lease_seconds),
             ORRERY_MAX_ATTEMPTS=str(settings.max_attempts),
         )
-        command = [*worker_command(concurrency=1, loglevel="INFO"), "-n", f"{name}@%h"]
+        # No mingle or gossip: nothing here depends on workers knowing each other, and it
+        # saves each start a second of waiting for neighbours.
+        command = [
+            *worker_command(concurrency=1, loglevel="INFO"),
+            *("-n", f"{name}@%h", "--without-mingle", "--without-gossip"),
+        ]
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command, cwd=settings.data_dir, env=env, stdout=out, stderr=subprocess.STDOUT

@@ -3,7 +3,6 @@ failed run shows why in the run table."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,8 @@ from sqlalchemy import insert
 from backend.api.security import local_user
 from backend.db.models import Experiment, Run
 from backend.db.session import session_scope
-from tests.browser.conftest import ConsoleLog, Server, stop_serve
-from tests.conftest import ORRERY_BIN, ROOT, free_port, orrery_env, wait_for_http
+from tests.browser.conftest import ConsoleLog, Server, serving
+from tests.conftest import orrery_env
 from tests.reliability.chaos import poll
 
 pytestmark = pytest.mark.browser
@@ -27,25 +26,9 @@ REASON = "ValueError: idx-dir: no training images found under the data set path"
 def workerless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """`orrery serve --no-with-worker` with a lease of two seconds."""
     data_dir = tmp_path_factory.mktemp("orrery-no-worker")
-    port = free_port()
-    log = data_dir / "serve.log"
     env = orrery_env(ORRERY_DATA_DIR=str(data_dir), ORRERY_LEASE_SECONDS="2")
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [ORRERY_BIN, "serve", "--no-with-worker", "--port", str(port)],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/api/v1/health", timeout=90, process=process)
-        yield Server(url=url, process=process, log=log, data_dir=data_dir)
-    finally:
-        stop_serve(process)
+    with serving(data_dir, env, "--no-with-worker") as server:
+        yield server
 
 
 def seed_failed_run(server: Server) -> int:

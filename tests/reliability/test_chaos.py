@@ -32,7 +32,7 @@ from tests.reliability.chaos import (
     poll,
     training_under_way,
 )
-from tests.reliability.services import OwnPostgres, OwnRedis
+from tests.reliability.services import OwnPostgres, OwnRedis, running_postgres
 from tests.reliability.test_postgres_restart import create_database
 
 EPOCHS = 4
@@ -46,15 +46,8 @@ SPEC = {
 TRAINING_TIMEOUT = 240
 
 
-@pytest.fixture(scope="module")
-def chaos_postgres() -> Iterator[OwnPostgres]:
-    server = OwnPostgres()
-    try:
-        server.init()
-        server.start()
-        yield server
-    finally:
-        server.destroy()
+# One cluster for the whole suite (a database per test); the last test restarts it.
+chaos_postgres = pytest.fixture(running_postgres, scope="module", name="chaos_postgres")
 
 
 @pytest.fixture

@@ -82,7 +82,7 @@ def test_sigkilled_worker_process_is_redelivered_once(
                 statuses = set(db.scalars(select(Run.status)))
             return statuses == {"done"}
 
-        poll(all_done, 300, "every run to finish after the kill")
+        poll(all_done, 600, "every run to finish after the kill")
     finally:
         log = stop_process(worker)
 

@@ -16,8 +16,7 @@ from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
 from backend.queue import TaskName, make_celery
 from backend.settings import Settings
-from tests.conftest import orrery_env, start_worker, stop_process
-from tests.reliability.chaos import child_pids, poll
+from tests.reliability.chaos import Worker, child_pids, poll
 
 SPEC = {
     "name": "kill me",
@@ -45,14 +44,12 @@ def test_sigkilled_worker_process_is_redelivered_once(
     api: TestClient, pg_settings: Settings, redis_db_url: str, tmp_path: Path
 ) -> None:
     url = pg_settings.effective_database_url
-    env = orrery_env(
-        ORRERY_DATA_DIR=str(tmp_path),
-        ORRERY_DATABASE_URL=url,
-        ORRERY_BROKER_URL=redis_db_url,
-        ORRERY_RESULT_BACKEND=redis_db_url,
-        ORRERY_LEASE_SECONDS=str(LEASE_SECONDS),
+    # Logging to a file: a pipe nobody reads while waiting would stall the worker once full.
+    started = Worker.start(
+        pg_settings.model_copy(update={"lease_seconds": LEASE_SECONDS, "data_dir": tmp_path}),
+        "worker",
     )
-    worker = start_worker(env, cwd=tmp_path)
+    worker = started.process
     try:
         # The worker must be consuming before the kill can land mid-training.
         ready = make_celery(pg_settings).send_task(TaskName.PING).get(timeout=120)
@@ -71,7 +68,7 @@ def test_sigkilled_worker_process_is_redelivered_once(
         except AssertionError as timeout:
             with session_scope(url) as db:
                 states = [(t.status, t.progress, t.attempts) for t in db.scalars(select(Training))]
-            worker_log = stop_process(worker)[-4000:]
+            worker_log = started.stop()[-4000:]
             raise AssertionError(f"trainings {states}; worker said:\n{worker_log}") from timeout
         pool = poll(lambda: child_pids(worker.pid), 10, "the worker's pool process")
         for pid in pool:
@@ -84,7 +81,7 @@ def test_sigkilled_worker_process_is_redelivered_once(
 
         poll(all_done, 600, "every run to finish after the kill")
     finally:
-        log = stop_process(worker)
+        log = started.stop()
 
     assert "WorkerLostError" in log or "SIGKILL" in log or "signal 9" in log, log[-2000:]
     with session_scope(url) as db:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from backend.queue import QUEUE
 from backend.settings import get_settings
 from backend.specs.accelerator import PRESETS, techniques_of
 from backend.specs.training import MODEL_NAMES, TrainingConfig
+from backend.supervisor import Supervisor
 
 T = TypeVar("T")
 
@@ -96,9 +96,10 @@ def serve(
     host = host or settings.api_host
     port = port or settings.api_port
     migrations.upgrade(settings.effective_database_url)
-    worker_process = None
-    if with_worker:
-        worker_process = subprocess.Popen(worker_command(settings.worker_concurrency, "WARNING"))
+    supervisor = None
+    if with_worker:  # restarted whenever it dies
+        supervisor = Supervisor(worker_command(settings.worker_concurrency, "WARNING"))
+        supervisor.start()
     mode = "embedded (SQLite, no external server)" if settings.is_embedded else "external services"
     if settings.single_user_mode:
         mode += "; SINGLE-USER: no login, every request acts as the local user"
@@ -112,9 +113,8 @@ def serve(
             "backend.api.app:create_app", factory=True, host=host, port=port, workers=workers
         )
     finally:
-        if worker_process is not None:
-            worker_process.terminate()
-            worker_process.wait(timeout=30)
+        if supervisor is not None:
+            supervisor.stop()
 
 
 ServerUrl = Annotated[
@@ -249,12 +249,14 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
         "speedup",
         "energy ratio",
         "cycles",
+        "reason",
     ):
         table.add_column(
             column,
             justify="right"
             if column in ("id", "accuracy", "speedup", "energy ratio", "cycles")
             else "left",
+            overflow="fold" if column == "reason" else "ellipsis",
         )
     for run in runs:
         table.add_row(
@@ -263,11 +265,12 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
             run["model"],
             run["dataset"],
             run["accelerator_name"],
-            run["status"] if not run["error"] else f"{run['status']}: {run['error'][:40]}",
+            run["status"],
             _accuracy_cell(run),
             _fmt(run["speedup"], "{:.2f}x"),
             _fmt(run["energy_ratio"], "{:.2f}"),
             _fmt(run["total_cycles"], "{:,}"),
+            run["error"] or "",
         )
     console.print(table)
 
@@ -550,7 +553,8 @@ def reconcile(
         float | None, typer.Option(help="skip trainings younger than this, seconds")
     ] = None,
 ) -> None:
-    """Re-enqueue trainings left queued in the database with no task in the broker."""
+    """Take back trainings whose lease expired; re-enqueue trainings left queued in the
+    database with no task in the broker."""
     import time
 
     from backend.queue import make_celery
@@ -560,6 +564,11 @@ def reconcile(
     celery = make_celery(settings, name="orrery-reconcile")
     while True:
         report = reconcile_once(settings, celery, grace)
+        if report.expired or report.failed:
+            console.print(
+                f"expired leases: {len(report.expired)} trainings queued again "
+                f"{report.expired or ''}, {len(report.failed)} failed {report.failed or ''}"
+            )
         if report.skipped:
             console.print(
                 f"[yellow]{report.checked} queued trainings, undecided:[/] {report.skipped}"

@@ -56,7 +56,14 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-def make_celery(settings: Settings, name: str = "orrery") -> Celery:
+def make_celery(settings: Settings, name: str = "orrery", sender: bool = False) -> Celery:
+    """The Celery app; a `sender` (the API) gives up on an unreachable Redis broker quickly."""
     app = Celery(name)
-    app.conf.update(celery_config(settings))
+    config = celery_config(settings)
+    if sender and config["broker_transport_options"]:
+        config["broker_transport_options"] = {
+            **config["broker_transport_options"],
+            "socket_connect_timeout": settings.broker_connect_timeout,
+        }
+    app.conf.update(config)
     return app

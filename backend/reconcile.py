@@ -1,4 +1,9 @@
-"""The reconciler: re-enqueue trainings left `queued` in the database with no live task.
+"""The reconciler: take back trainings whose lease expired, re-enqueue trainings left `queued`
+in the database with no live task.
+
+A pass first takes back every `running` training whose worker stopped beating for a lease
+(`backend.leases`): it is queued again under a new task id, or failed with the reason once it
+has had its deliveries. This needs nothing from the broker, so it works on every transport.
 
 A training's message can vanish while its row stays queued: Redis restarted without
 persistence, or the API committed the row and then lost the broker before sending. A pass
@@ -29,6 +34,7 @@ from sqlalchemy import create_engine, select, text
 from backend.db.models import Training
 from backend.db.session import session_scope
 from backend.experiments.service import BrokerUnavailable, enqueue_trainings
+from backend.leases import LeaseTerms, take_back_expired
 from backend.queue import QUEUE
 from backend.settings import Settings
 
@@ -41,6 +47,8 @@ class Report:
     checked: int = 0
     requeued: list[int] = field(default_factory=list)
     skipped: str | None = None  # why nothing could be decided
+    expired: list[int] = field(default_factory=list)  # leases taken back, queued again
+    failed: list[int] = field(default_factory=list)  # leases taken back, out of attempts
 
 
 def _ids_in(payloads: Iterable[bytes | str]) -> set[str]:
@@ -119,6 +127,19 @@ def reconcile_once(
     cutoff = datetime.now(UTC) - timedelta(seconds=grace)
     report = Report()
     with session_scope(settings.effective_database_url) as db:
+        taken_back = take_back_expired(db, LeaseTerms.of(settings))
+        report.failed = taken_back.failed
+        report.expired = [t.id for t in taken_back.requeued]
+        if taken_back.failed:
+            log.warning("failed trainings out of attempts: %s", taken_back.failed)
+        if taken_back.requeued:
+            log.warning("took back expired leases of trainings %s", report.expired)
+            try:
+                enqueue_trainings(db, celery, taken_back.requeued)
+            except BrokerUnavailable as exc:  # they stay queued; a later pass sends them
+                report.skipped = f"broker unreachable: {exc}"
+                return report
+        db.commit()
         queued = list(
             db.scalars(
                 select(Training)

@@ -89,6 +89,22 @@ class Settings(BaseSettings):
     reconcile_grace_seconds: float = Field(
         30, ge=0, description="a queued training younger than this is still being enqueued"
     )
+    lease_seconds: float = Field(
+        120,
+        gt=0,
+        description="a claimed training whose worker has not beaten for this long is taken back "
+        "(re-delivered, or failed after max_attempts); workers beat every third of it",
+    )
+    max_attempts: int = Field(
+        3, ge=1, description="deliveries of one training before it is failed with the reason"
+    )
+    broker_connect_timeout: float = Field(
+        0.2,
+        gt=0,
+        le=5,
+        description="seconds the API waits for the broker to accept a connection, per try "
+        "(three tries): a submission with the broker away is refused within about a second",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property

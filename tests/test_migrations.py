@@ -23,6 +23,7 @@ EXPECTED_TABLES = {
     "user_sessions",
     "login_throttles",
     "team_invitations",
+    "worker_heartbeats",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import worker.liveness  # noqa: F401  (connects the worker heartbeat to the worker's signals)
 from backend.queue import make_celery
 from backend.settings import get_settings
 

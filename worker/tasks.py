@@ -8,6 +8,7 @@ import socket
 from celery import Task
 from sqlalchemy.exc import OperationalError
 
+from backend.leases import LeaseTerms
 from backend.queue import TaskName
 from backend.settings import get_settings
 from worker.app import app
@@ -47,5 +48,6 @@ def train(self: Task, training_id: int) -> dict[str, object]:
         self.request.id,
         on_progress=on_progress,
         did_not_learn_margin=settings.did_not_learn_margin,
+        terms=LeaseTerms.of(settings),
     )
     return {"training_id": training_id, "status": status}

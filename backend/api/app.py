@@ -87,7 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.celery = make_celery(settings, name="orrery-api")
+    app.state.celery = make_celery(settings, name="orrery-api", sender=True)
     app.state.read_cache = SnapshotCache(settings.read_cache_entries)
     # The last added runs first: cached answers need no slot, and a slow upload holds none.
     app.add_middleware(ConcurrencyLimit, limit=settings.api_concurrency, exempt=EVENT_STREAMS)

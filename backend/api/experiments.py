@@ -192,14 +192,13 @@ def delete_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> R
 
 
 @router.post("/{experiment_id}/cancel", response_model=ExperimentOut)
-def cancel(
-    experiment_id: int, db: DbSession, celery: CeleryDep, user: CurrentUser
-) -> ExperimentOut:
-    """Cancel queued runs at once; running trainings stop between two batches."""
+def cancel(experiment_id: int, db: DbSession, user: CurrentUser) -> ExperimentOut:
+    """Cancel every open run at once, stranded ones included; a worker still training one
+    stops at its next batch and can store nothing."""
     experiment = get_visible_experiment(db, user, experiment_id)
     if not can_edit(db, user, experiment.owner_id, experiment.team_id):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot cancel experiments")
-    service.cancel_experiment(db, celery, experiment)
+    service.cancel_experiment(db, experiment)
     db.refresh(experiment)
     return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id])
 

@@ -1,14 +1,21 @@
-"""`GET /api/v1/health`: is the database reachable, is the broker reachable."""
+"""`GET /api/v1/health`: is the database reachable, is the broker reachable, is any worker alive.
+
+Worker liveness comes from the heartbeats workers record in the database (the embedded broker
+has no Celery remote control to ask). No live worker does not make the service unhealthy:
+submissions are stored and wait for one; the dashboard shows a banner instead.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import text
 
-from backend.api.deps import CeleryDep, DbSession
+from backend.api.deps import CeleryDep, DbSession, SettingsDep
+from backend.leases import LeaseTerms, worker_liveness
 
 router = APIRouter(tags=["health"])
 
@@ -18,10 +25,18 @@ class ComponentHealth(BaseModel):
     detail: str
 
 
+class WorkersHealth(BaseModel):
+    ok: bool = Field(description="at least one worker beat within the lease")
+    live: int = Field(description="workers whose last heartbeat is younger than the lease")
+    last_beat_at: datetime | None = Field(description="the latest heartbeat of any worker")
+    lease_seconds: float
+
+
 class Health(BaseModel):
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded"] = Field(description="database and broker both answer")
     database: ComponentHealth
     broker: ComponentHealth
+    workers: WorkersHealth | None = Field(description="None when the database cannot tell")
 
 
 def check_database(db: DbSession) -> ComponentHealth:
@@ -42,12 +57,31 @@ def check_broker(celery: CeleryDep) -> ComponentHealth:
     return ComponentHealth(ok=True, detail=str(transport))
 
 
+def check_workers(db: DbSession, settings: SettingsDep) -> WorkersHealth | None:
+    terms = LeaseTerms.of(settings)
+    try:
+        liveness = worker_liveness(db, terms)
+    except Exception:  # the database check above says why
+        db.rollback()
+        return None
+    return WorkersHealth(
+        ok=liveness.live > 0,
+        live=liveness.live,
+        last_beat_at=liveness.last_beat_at,
+        lease_seconds=terms.lease_seconds,
+    )
+
+
 @router.get("/health", response_model=Health, responses={503: {"model": Health}})
-def health(db: DbSession, celery: CeleryDep, response: Response) -> Health:
-    """Report whether the database and the broker answer; 503 when either does not."""
+def health(db: DbSession, celery: CeleryDep, settings: SettingsDep, response: Response) -> Health:
+    """Report whether the database and the broker answer (503 when either does not) and how
+    many workers beat within the lease."""
     database = check_database(db)
     broker = check_broker(celery)
+    workers = check_workers(db, settings) if database.ok else None
     ok = database.ok and broker.ok
     if not ok:
         response.status_code = 503
-    return Health(status="ok" if ok else "degraded", database=database, broker=broker)
+    return Health(
+        status="ok" if ok else "degraded", database=database, broker=broker, workers=workers
+    )

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import Select, case, func, select
-from sqlalchemy.orm import aliased, selectinload
+from sqlalchemy.orm import Session, aliased, selectinload
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
@@ -33,9 +33,10 @@ from backend.api.schemas import (
     RunOut,
 )
 from backend.api.security import CurrentUser
-from backend.db.models import EpochMetric, Experiment, Run
+from backend.db.models import EpochMetric, Experiment, Run, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
+from backend.experiments.service import cancel_run as cancel_open_run
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 Filters = Annotated[RunFilters, Depends(run_filters)]
@@ -329,11 +330,8 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
     return detail
 
 
-@router.patch("/{run_id}", response_model=RunOut)
-def annotate_run(
-    run_id: int, annotations: AnnotationsIn, db: DbSession, user: CurrentUser
-) -> RunOut:
-    """Set a run's tags or notes (its experiment's owner and its team's owners and members)."""
+def _editable_run(db: Session, user: User, run_id: int, action: str) -> Run:
+    """The run, if the user may see it (else 404) and change it (else 403)."""
     found = db.execute(
         select(Run, Experiment)
         .join(Experiment, Experiment.id == Run.experiment_id)
@@ -343,7 +341,16 @@ def annotate_run(
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
     run, experiment = found
     if not can_edit(db, user, experiment.owner_id, experiment.team_id):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot annotate runs")
+        raise HTTPException(status.HTTP_403_FORBIDDEN, f"viewers cannot {action} runs")
+    return run
+
+
+@router.patch("/{run_id}", response_model=RunOut)
+def annotate_run(
+    run_id: int, annotations: AnnotationsIn, db: DbSession, user: CurrentUser
+) -> RunOut:
+    """Set a run's tags or notes (its experiment's owner and its team's owners and members)."""
+    run = _editable_run(db, user, run_id, "annotate")
     for field, value in annotations.model_dump(exclude_none=True).items():
         setattr(run, field, value)
     db.commit()
@@ -388,3 +395,13 @@ def hit_rate_per_layer(epochs: list[EpochMetric]) -> dict[str, list[float | None
     return {
         name: [epoch.per_layer.get(name, {}).get("hit_rate") for epoch in epochs] for name in layers
     }
+
+
+@router.post("/{run_id}/cancel", response_model=RunOut)
+def cancel_run(run_id: int, db: DbSession, user: CurrentUser) -> RunOut:
+    """Cancel one open run at once, stranded or not; its training stops too when no other
+    open run shares it."""
+    run = _editable_run(db, user, run_id, "cancel")
+    cancel_open_run(db, run)
+    db.refresh(run)
+    return RunOut.model_validate(run)

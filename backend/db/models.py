@@ -150,7 +150,11 @@ class Training(Base):
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)
     task_id: Mapped[str | None] = mapped_column(String(64))
+    # Deliveries claimed so far; the current one's number is the fencing token every write
+    # of the worker holding the lease must present.
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    leased_by: Mapped[str | None] = mapped_column(String(255))  # "host:pid" of the last claim
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     workload: Mapped[dict[str, Any] | None]
     test_accuracy: Mapped[float | None] = mapped_column(Float)
@@ -164,6 +168,18 @@ class Training(Base):
     epochs: Mapped[list[EpochMetric]] = relationship(
         back_populates="training", order_by="EpochMetric.epoch", cascade="all, delete-orphan"
     )
+
+
+class WorkerHeartbeat(Base):
+    """A worker process's latest sign of life: what the API shows as worker liveness."""
+
+    __tablename__ = "worker_heartbeats"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)  # Celery's node name
+    hostname: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    beat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
 class Run(Base):

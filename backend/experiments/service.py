@@ -6,7 +6,6 @@ except the Celery app handed in to send tasks by name.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -113,6 +112,9 @@ def enqueue_trainings(db: Session, celery: Celery, trainings: list[Training]) ->
                 task_id=training.task_id,
                 retry=True,
                 retry_policy=SEND_RETRY_POLICY,
+                # Progress and results live in the database. Without this the sender would
+                # also subscribe to the result store, which, with Redis down, waits ~19 s.
+                ignore_result=True,
             )
         except Exception as exc:  # kombu raises many connection error types
             raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
@@ -165,8 +167,21 @@ def refresh_experiment_status(db: Session, experiment_id: int) -> str:
     return status
 
 
-def cancel_experiment(db: Session, celery: Celery, experiment: Experiment) -> None:
-    """Cancel queued runs now; running trainings stop at their next batch."""
+def _cancel_trainings(trainings: list[Training]) -> None:
+    """Cancel trainings now, whatever their state: a worker still training one loses its
+    lease (its writes are fenced) and stops at its next batch; a stranded one is simply over;
+    a task still in the broker finds nothing to claim. (No broker revoke: with the broker
+    away it would hold the request up, and the database is what workers obey.)"""
+    now = datetime.now(UTC)
+    for training in trainings:
+        training.cancel_requested = True
+        training.status = "cancelled"
+        training.finished_at = now
+        training.heartbeat_at = None
+
+
+def cancel_experiment(db: Session, experiment: Experiment) -> None:
+    """Cancel every open run and training of the experiment at once, stranded ones included."""
     trainings = list(
         db.scalars(
             select(Training).where(
@@ -174,21 +189,31 @@ def cancel_experiment(db: Session, celery: Celery, experiment: Experiment) -> No
             )
         )
     )
-    queued_task_ids = [t.task_id for t in trainings if t.status == "queued" and t.task_id]
-    now = datetime.now(UTC)
-    for training in trainings:
-        training.cancel_requested = True
-        if training.status == "queued":
-            training.status = "cancelled"
-            training.finished_at = now
     db.execute(
         update(Run)
-        .where(Run.experiment_id == experiment.id, Run.status == "queued")
-        .values(status="cancelled", finished_at=now)
+        .where(Run.experiment_id == experiment.id, Run.status.not_in(TERMINAL))
+        .values(status="cancelled", finished_at=datetime.now(UTC))
     )
+    _cancel_trainings(trainings)
     refresh_experiment_status(db, experiment.id)
     db.commit()
-    if queued_task_ids:
-        # The database flag is what workers obey; revoking only saves them a fetch.
-        with contextlib.suppress(Exception):
-            celery.control.revoke(queued_task_ids)
+
+
+def cancel_run(db: Session, run: Run) -> None:
+    """Cancel one open run; its training too when no other open run shares it."""
+    if run.status in TERMINAL:
+        return
+    run.status = "cancelled"
+    run.finished_at = datetime.now(UTC)
+    db.flush()
+    if run.training_id is not None:
+        others = db.scalar(
+            select(func.count())
+            .select_from(Run)
+            .where(Run.training_id == run.training_id, Run.status.not_in(TERMINAL))
+        )
+        training = db.get(Training, run.training_id)
+        if not others and training is not None and training.status not in TERMINAL:
+            _cancel_trainings([training])
+    refresh_experiment_status(db, run.experiment_id)
+    db.commit()

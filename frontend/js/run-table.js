@@ -44,11 +44,15 @@ export function statusCell(run) {
   if (run.status === "running" || run.status === "queued") {
     cell.append(" ", el("progress", { max: "1", value: String(run.progress ?? 0), "aria-label": `run ${run.id} progress` }));
   }
+  if (run.error && run.status !== "done") {
+    cell.append(el("span", { class: "run-reason", title: run.error, text: run.error.length > 160 ? `${run.error.slice(0, 160)}…` : run.error }));
+  }
   return cell;
 }
 
 export const COLUMN_CHOICES = COLUMNS.map(({ key, label }) => ({ key, label }));
 export const DEFAULT_COLUMNS = COLUMNS.map((c) => c.key);
+const FINISHED = new Set(["done", "failed", "cancelled"]);
 
 export class RunTable {
   constructor(container, { state, onChange, columns }) {
@@ -102,10 +106,12 @@ export class RunTable {
     return this.load();
   }
 
-  /** A live update from the event stream: patch the row in place when it is on this page. */
+  /** A live update from the event stream: patch the row in place when it is on this page.
+   * A run that finished is not patched: the event carries no metrics or reason, so the row
+   * would show `done` with empty metrics; the caller reloads the page of runs instead. */
   updateRun({ id, status, progress }) {
     const row = this.rows.get(id);
-    if (!row) return;
+    if (!row || FINISHED.has(status)) return;
     const run = { ...row.run, status, progress };
     row.run = run;
     row.statusCell.replaceChildren(statusCell(run));

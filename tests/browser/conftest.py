@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,16 +59,15 @@ class ConsoleLog:
         page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`orrery serve` on a free port: API, pages and one real worker on embedded defaults."""
-    data_dir = tmp_path_factory.mktemp("orrery-data")
+@contextmanager
+def serving(data_dir: Path, env: dict[str, str], *serve_args: str) -> Iterator[Server]:
+    """`orrery serve` on a free port with this environment, once its health answers; stopped
+    afterwards with everything it started."""
     port = free_port()
     log = data_dir / "serve.log"
-    env = orrery_env(ORRERY_DATA_DIR=str(data_dir), ORRERY_WORKER_CONCURRENCY="1")
     with log.open("w") as out:
         process = subprocess.Popen(
-            [ORRERY_BIN, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [ORRERY_BIN, "serve", "--host", "127.0.0.1", "--port", str(port), *serve_args],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -81,6 +81,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield Server(url=url, process=process, log=log, data_dir=data_dir)
     finally:
         stop_serve(process)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`orrery serve` on a free port: API, pages and one real worker on embedded defaults."""
+    data_dir = tmp_path_factory.mktemp("orrery-data")
+    with serving(
+        data_dir, orrery_env(ORRERY_DATA_DIR=str(data_dir), ORRERY_WORKER_CONCURRENCY="1")
+    ) as server:
+        yield server
 
 
 def stop_serve(process: subprocess.Popen) -> None:

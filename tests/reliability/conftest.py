@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.reliability.services import OwnPostgres, OwnRedis
+from tests.reliability.services import OwnRedis, running_postgres
 
 
 @pytest.fixture
@@ -15,12 +15,4 @@ def own_redis() -> Iterator[OwnRedis]:
         server.stop()
 
 
-@pytest.fixture
-def own_postgres() -> Iterator[OwnPostgres]:
-    server = OwnPostgres()
-    try:
-        server.init()
-        server.start()
-        yield server
-    finally:
-        server.destroy()
+own_postgres = pytest.fixture(running_postgres, name="own_postgres")

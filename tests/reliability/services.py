@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,14 @@ class OwnPostgres:
             timeout=60,
         )
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def running_postgres() -> Iterator[OwnPostgres]:
+    """A started cluster of one's own, destroyed afterwards (a fixture's body)."""
+    server = OwnPostgres()
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.destroy()

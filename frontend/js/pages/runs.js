@@ -53,9 +53,9 @@ let reloadTimer = null;
 const experiments = new LiveExperiments(document.getElementById("experiments"), {
   onRun: (run) => {
     table.updateRun(run);
-    if (run.status === "done") {
+    if (run.status === "done" || run.status === "failed" || run.status === "cancelled") {
       clearTimeout(reloadTimer);
-      reloadTimer = setTimeout(() => table.load(), 800); // fresh metrics for finished runs
+      reloadTimer = setTimeout(() => table.load(), 300); // finished rows with metrics or reason
     }
   },
   onEnd: () => table.load(),

@@ -395,6 +395,32 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
 
 
 @app.command()
+def cancel(
+    experiment_id: Annotated[
+        int | None, typer.Argument(help="experiment whose open runs to cancel")
+    ] = None,
+    run: Annotated[int | None, typer.Option("--run", help="cancel this one run instead")] = None,
+    as_json: Json = False,
+    url: ServerUrl = None,
+    token: Token = None,
+) -> None:
+    """Cancel an experiment's queued and running runs, or one run (--run)."""
+    if (experiment_id is None) == (run is None):
+        _fail("give an experiment id or --run RUN (one of the two)")
+    with _client(url, token) as client:
+        if run is not None:
+            answer = _call(lambda: client.cancel_run(run))
+            summary = f"run {answer['id']}: {answer['status']}"
+        else:
+            answer = _call(lambda: client.cancel(experiment_id))
+            summary = f"experiment {answer['id']}: {answer['status']}, {answer['run_counts']}"
+    if as_json:
+        print_json(answer)
+    else:
+        console.print(summary)
+
+
+@app.command()
 def compare(
     run_ids: Annotated[list[int], typer.Argument(help="run ids")],
     as_json: Json = False,

@@ -84,6 +84,9 @@ class OrreryClient:
     def cancel(self, experiment_id: int) -> dict[str, Any]:
         return self._request("POST", f"/experiments/{experiment_id}/cancel")
 
+    def cancel_run(self, run_id: int) -> dict[str, Any]:
+        return self._request("POST", f"/runs/{run_id}/cancel")
+
     def runs(self, **filters: Any) -> dict[str, Any]:
         return self._request("GET", "/runs", params=filters)
 

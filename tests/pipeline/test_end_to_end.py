@@ -138,14 +138,26 @@ def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
     bad.write_text(
         yaml.safe_dump({"name": "x", "techniques": [{"name": "mercury", "signature_bits": 0}]})
     )
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump({**SWEEP, "sweep": None}))
     with embedded_server(tmp_path / "data", "--no-with-worker") as server:
         refused = orrery("submit", str(bad), "--url", server.url, env=server.env)
+        # No worker: the runs stay queued, so cancelling one run, then the rest, is seen at once.
+        assert orrery("submit", str(good), env=server.env).returncode == 0
+        one = orrery("cancel", "--run", "2", "--json", env=server.env)
+        rest = orrery("cancel", "1", env=server.env)
+        neither = orrery("cancel", env=server.env)
+        listed = json.loads(orrery("runs", "--json", "--sort", "id", env=server.env).stdout)
     unreachable = orrery("runs", "--url", "http://127.0.0.1:1", env=server.env)
     latin1 = tmp_path / "latin1.yaml"
     latin1.write_bytes("name: expérience\ntechniques: [{name: mercury}]\n".encode("latin-1"))
     undecodable = orrery("submit", str(latin1), "--url", "http://127.0.0.1:1", env=server.env)
     assert undecodable.returncode == 1
     assert "not UTF-8 text (byte 0xe9 at offset 9)" in undecodable.stdout
+    assert json.loads(one.stdout)["status"] == "cancelled", one.stdout + one.stderr
+    assert rest.returncode == 0 and "experiment 1: cancelled" in rest.stdout
+    assert [r["status"] for r in listed["items"]] == ["cancelled"] * 3
+    assert neither.returncode == 1 and "give an experiment id or --run RUN" in neither.stdout
     assert refused.returncode == 2
     assert "signature_bits" in refused.stdout and "greater than or equal to 1" in refused.stdout
     assert unreachable.returncode == 1 and "cannot reach the server" in unreachable.stdout
@@ -153,5 +165,6 @@ def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
         refused.stdout + refused.stderr,
         unreachable.stdout + unreachable.stderr,
         undecodable.stdout + undecodable.stderr,
+        neither.stdout + neither.stderr,
     ):
         assert "Traceback" not in output

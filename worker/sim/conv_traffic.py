@@ -45,7 +45,7 @@ instead (the smaller of the two counts is taken, as a compiler choosing its tran
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -58,6 +58,17 @@ POS, OFF, REP = "pos", "off", "rep"
 
 def supports_tensor_traffic(conv: ConvGeometry | None) -> bool:
     return conv is not None and conv.dilation_h == 1 and conv.dilation_w == 1
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Input rows {ih in [lo, hi] : (ih - phase) mod stride < length} of one image: the rows that
+    output rows oh in [a, b] read through kernel rows [r0, r1], as ih = oh*stride - pad + r."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    phase: np.ndarray
+    length: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -83,36 +94,28 @@ class _Rows:
     def offsets(self) -> int:
         return self.channels * self.kernel_h * self.kernel_w
 
-    def covered(self, a: np.ndarray, b: np.ndarray, r0: int, r1: int) -> np.ndarray:
-        """(K, H) indicator: input row ih is touched by output rows [a, b], kernel rows [r0, r1]."""
-        shift = np.arange(self.height) + self.pad
-        first = -((r1 - shift) // self.stride)  # ceil((ih + pad - r1) / stride)
-        last = (shift - r0) // self.stride
-        lo = np.maximum(np.maximum(first, 0), a[:, None])
-        hi = np.minimum(np.minimum(last, self.out_h - 1), b[:, None])
-        return lo <= hi
+    def span(self, a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> _Span:
+        """Input rows touched by output rows [a, b] with kernel rows [r0, r1] (dilation 1)."""
+        phase = r0 - self.pad
+        return _Span(
+            lo=np.maximum(a * self.stride + phase, 0),
+            hi=np.minimum(b * self.stride - self.pad + r1, self.height - 1),
+            phase=phase,
+            length=r1 - r0 + 1,
+        )
 
-    def rows(self, a: np.ndarray, b: np.ndarray, r0: int, r1: int) -> np.ndarray:
-        """Input rows touched by output rows [a, b] with kernel rows [r0, r1], per element."""
-        keys, inverse = np.unique(a * self.out_h + b, return_inverse=True)
-        counts = self.covered(keys // self.out_h, keys % self.out_h, r0, r1).sum(1)
-        return counts[inverse.ravel()]
-
-    def rows_both(
-        self,
-        a: np.ndarray,
-        b: np.ndarray,
-        r_first: tuple[int, int],
-        c: np.ndarray,
-        d: np.ndarray,
-        r_second: tuple[int, int],
-    ) -> np.ndarray:
-        """Input rows touched both by ([a, b], r_first) and by ([c, d], r_second)."""
-        h = self.out_h
-        keys, inverse = np.unique(((a * h + b) * h + c) * h + d, return_inverse=True)
-        ab, cd = keys // (h * h), keys % (h * h)
-        both = self.covered(ab // h, ab % h, *r_first) & self.covered(cd // h, cd % h, *r_second)
-        return both.sum(1)[inverse.ravel()]
+    def count_both(self, x: _Span, y: _Span) -> np.ndarray:
+        """|x & y|: the rows of [max lo, min hi] whose residue mod stride both spans admit."""
+        s = self.stride
+        lo, hi = np.maximum(x.lo, y.lo), np.minimum(x.hi, y.hi)
+        if s == 1:  # every residue admitted (a span's length is at least 1)
+            return np.maximum(hi - lo + 1, 0)
+        total = np.zeros(np.broadcast(lo, hi).shape, dtype=np.int64)
+        for residue in range(s):
+            admitted = ((residue - x.phase) % s < x.length) & ((residue - y.phase) % s < y.length)
+            in_range = (hi - residue) // s - (lo - 1 - residue) // s
+            total += admitted * np.maximum(in_range, 0)
+        return total
 
 
 def _rows_geometry(conv: ConvGeometry) -> _Rows:
@@ -139,6 +142,15 @@ class _PositionTiles:
     n1: np.ndarray
     b1: np.ndarray
 
+    def take(self, idx: np.ndarray) -> _PositionTiles:
+        return _PositionTiles(self.n0[idx], self.a0[idx], self.n1[idx], self.b1[idx])
+
+    def image_rows(self, image: np.ndarray, out_h: int) -> tuple[np.ndarray, np.ndarray]:
+        """Output rows [a, b] of `image` inside each tile (the image must lie in the tile)."""
+        a = np.where(image == self.n0, self.a0, 0)
+        b = np.where(image == self.n1, self.b1, out_h - 1)
+        return a, b
+
 
 def _position_tiles(g: _Rows, tile: int | None) -> _PositionTiles:
     if tile is None:  # one tile holding every position
@@ -153,88 +165,101 @@ def _position_tiles(g: _Rows, tile: int | None) -> _PositionTiles:
     )  # fmt: skip
 
 
-def _image_range(
-    tiles: _PositionTiles, idx: np.ndarray, image: np.ndarray, out_h: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Output rows [a, b] of `image` inside tile `idx` (the image must lie in the tile)."""
-    a = np.where(image == tiles.n0[idx], tiles.a0[idx], 0)
-    b = np.where(image == tiles.n1[idx], tiles.b1[idx], out_h - 1)
-    return a, b
-
-
-def _tile_rows(g: _Rows, tiles: _PositionTiles, r0: int, r1: int) -> np.ndarray:
-    """Rows per channel touched by each position tile with kernel rows [r0, r1]."""
-    one_image = tiles.n0 == tiles.n1
-    head = g.rows(tiles.a0, np.where(one_image, tiles.b1, g.out_h - 1), r0, r1)
-    tail = g.rows(np.zeros_like(tiles.b1), tiles.b1, r0, r1)
-    full = g.rows(np.zeros(1, np.int64), np.full(1, g.out_h - 1), r0, r1)[0]
-    middle = np.maximum(tiles.n1 - tiles.n0 - 1, 0)
-    return np.where(one_image, head, head + tail + middle * full)
+def _tile_rows(g: _Rows, t: _PositionTiles, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+    """Rows per channel touched by each position tile with kernel rows [r0, r1]: its first
+    image's, its last image's, and every row a window reaches in the whole images between."""
+    one_image = t.n0 == t.n1
+    head = g.span(t.a0, np.where(one_image, t.b1, g.out_h - 1), r0, r1)
+    rows = g.count_both(head, head)
+    if one_image.all():
+        return rows
+    tail = g.span(0, t.b1, r0, r1)
+    full = g.span(0, g.out_h - 1, r0, r1)
+    middle = np.maximum(t.n1 - t.n0 - 1, 0)
+    return rows + np.where(
+        one_image, 0, g.count_both(tail, tail) + middle * g.count_both(full, full)
+    )
 
 
 def _pair_rows(
     g: _Rows,
-    tiles: _PositionTiles,
-    i_prev: np.ndarray,
-    r_prev: tuple[int, int],
-    i_next: np.ndarray,
-    r_next: tuple[int, int],
+    prev: _PositionTiles,
+    r_prev: tuple[np.ndarray, np.ndarray],
+    next_: _PositionTiles,
+    r_next: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray:
-    """Rows per channel touched by both (tile i_prev, kernel rows r_prev) and (i_next, r_next)."""
-    first = np.maximum(tiles.n0[i_prev], tiles.n0[i_next])
-    last = np.minimum(tiles.n1[i_prev], tiles.n1[i_next])
-    shared = last >= first
+    """Rows per channel touched both by (tile prev, kernel rows r_prev) and (next_, r_next):
+    the images both tiles hold, the first and last of them partly, those between whole."""
+    first = np.maximum(prev.n0, next_.n0)
+    last = np.minimum(prev.n1, next_.n1)
 
     def both(image: np.ndarray) -> np.ndarray:
-        a, b = _image_range(tiles, i_prev, image, g.out_h)
-        c, d = _image_range(tiles, i_next, image, g.out_h)
-        return g.rows_both(a, b, r_prev, c, d, r_next)
+        a, b = prev.image_rows(image, g.out_h)
+        c, d = next_.image_rows(image, g.out_h)
+        return g.count_both(g.span(a, b, *r_prev), g.span(c, d, *r_next))
 
-    ends = both(first) + np.where(last > first, both(last), 0)
-    zero, end = np.zeros(1, np.int64), np.full(1, g.out_h - 1)
-    whole = g.rows_both(zero, end, r_prev, zero, end, r_next)[0]
-    middle = np.maximum(last - first - 1, 0)
-    return np.where(shared, ends + middle * whole, 0)
+    rows = both(first)
+    if (last > first).any():
+        rows += np.where(last > first, both(last), 0)
+        middle = np.maximum(last - first - 1, 0)
+        end = g.out_h - 1
+        rows += middle * g.count_both(g.span(0, end, *r_prev), g.span(0, end, *r_next))
+    return np.where(last >= first, rows, 0)
 
 
 @dataclass(frozen=True)
 class _OffsetTiles:
-    """Tiles of consecutive window offsets (c, r, s): each channel's kernel rows inside a tile.
+    """Tiles of consecutive window offsets (c, r, s), channel-major: offsets [start, end)."""
 
-    `pieces` lists (tile, channel, r0, r1) for every channel a tile touches, in order."""
-
-    count: int
-    tile: np.ndarray
-    channel: np.ndarray
-    r0: np.ndarray
-    r1: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    first_channel: np.ndarray
+    last_channel: np.ndarray
 
 
 def _offset_tiles(g: _Rows, tile: int | None) -> _OffsetTiles:
     block = g.kernel_h * g.kernel_w
-    total = g.offsets
-    step = total if tile is None else tile
-    cuts = np.union1d(np.arange(0, total, block), np.arange(0, total, step))
-    ends = np.append(cuts[1:], total)
-    channel = cuts // block
-    return _OffsetTiles(
-        count=int(ceil_div(total, step)),
-        tile=cuts // step,
-        channel=channel,
-        r0=(cuts - channel * block) // g.kernel_w,
-        r1=(ends - 1 - channel * block) // g.kernel_w,
-    )
+    step = g.offsets if tile is None else tile
+    start = np.arange(0, g.offsets, step, dtype=np.int64)
+    end = np.minimum(start + step, g.offsets)
+    return _OffsetTiles(start, end, start // block, (end - 1) // block)
+
+
+def _kernel_rows(
+    g: _Rows, start: np.ndarray, end: np.ndarray, channel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel rows [r0, r1] of `channel` among the offsets [start, end) of a tile."""
+    block = g.kernel_h * g.kernel_w
+    first = np.maximum(start, channel * block) - channel * block
+    last = np.minimum(end, (channel + 1) * block) - 1 - channel * block
+    return first // g.kernel_w, last // g.kernel_w
 
 
 @dataclass(frozen=True)
 class FoldRows:
-    """Per fold (SCALE-Sim order): rows touched, and rows shared with the previous fold."""
+    """Per fold (SCALE-Sim order): rows touched, and rows shared with the previous fold.
 
-    rows: np.ndarray
-    shared_with_previous: np.ndarray  # [0] is 0
+    The per-fold counts are computed on first use: when the whole tensor fits one SRAM half,
+    the traffic needs only `touched` or `image_rows`."""
+
+    geometry: _Rows
+    outer: tuple[str, int]
+    inner: tuple[str, int]
     touched: int  # distinct rows over all folds
     image_rows: int  # every row of the tensor (N * Cg * H)
     row_words: int
+
+    @cached_property
+    def _counts(self) -> tuple[np.ndarray, np.ndarray]:
+        return _fold_counts(self.geometry, self.outer, self.inner)
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._counts[0]
+
+    @property
+    def shared_with_previous(self) -> np.ndarray:  # [0] is 0
+        return self._counts[1]
 
 
 def _fold_order(
@@ -263,21 +288,33 @@ def fold_rows(
     """The rows of the pass's im2col operand (FWD A, BWD-WEIGHT B, BWD-DATA C) fold by fold."""
     g = _rows_geometry(conv)
     outer, inner = _fold_order(pass_, dataflow, rows, cols, conv.out_channels // conv.groups)
+    everything = _tile_rows(g, _position_tiles(g, None), 0, g.kernel_h - 1)
+    return FoldRows(
+        geometry=g,
+        outer=outer,
+        inner=inner,
+        touched=int(everything[0]) * g.channels,
+        image_rows=g.batch * g.channels * g.height,
+        row_words=g.width,
+    )
+
+
+def _fold_counts(
+    g: _Rows, outer: tuple[str, int], inner: tuple[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, rows shared with the previous fold) per fold.
+
+    A fold's offset tile holds, per channel it touches, one piece of kernel rows: its first
+    channel's, its last channel's, and whole kernels for the channels between. Each count below
+    is a sum over those pieces, every piece of every fold evaluated in one vectorised pass and
+    summed back per fold."""
     dims = dict([outer, inner])
     pos = _position_tiles(g, dims.get(POS))
     off = _offset_tiles(g, dims.get(OFF))
-    n_pos, n_off = len(pos.n0), off.count
-
-    # Rows of every (position tile, offset tile): sum over the offset tile's channel pieces.
-    ranges, piece_range = np.unique(np.stack([off.r0, off.r1], 1), axis=0, return_inverse=True)
-    piece_range = piece_range.ravel()
-    per_range = np.stack([_tile_rows(g, pos, int(a), int(b)) for a, b in ranges])  # (ranges, n_pos)
-    mix = np.zeros((n_off, len(ranges)), dtype=np.int64)
-    np.add.at(mix, (off.tile, piece_range), 1)
-    size = (mix @ per_range).T  # (n_pos, n_off)
 
     # The folds in order, as (position tile, offset tile) indices.
-    counts = {POS: n_pos, OFF: n_off, REP: inner[1] if inner[0] == REP else outer[1]}
+    counts = {POS: len(pos.n0), OFF: len(off.start)}
+    counts[REP] = inner[1] if inner[0] == REP else outer[1]
     o_idx, i_idx = np.meshgrid(
         np.arange(counts[outer[0]]), np.arange(counts[inner[0]]), indexing="ij"
     )
@@ -291,71 +328,78 @@ def fold_rows(
         return np.zeros_like(o_idx)
 
     p_idx, q_idx = index(POS), index(OFF)
-    fold_size = size[p_idx, q_idx]
-    shared = np.zeros_like(fold_size)
-    if len(fold_size) > 1:
-        shared[1:] = _shared_rows(g, pos, off, mix, ranges, p_idx, q_idx)
-    everything = _tile_rows(g, _position_tiles(g, None), 0, g.kernel_h - 1)
-    touched = int(everything[0]) * g.channels
-    return FoldRows(
-        rows=fold_size,
-        shared_with_previous=shared,
-        touched=touched,
-        image_rows=g.batch * g.channels * g.height,
-        row_words=g.width,
-    )
+    folds = len(p_idx)
+    start, end = off.start[q_idx], off.end[q_idx]
+    first, last = off.first_channel[q_idx], off.last_channel[q_idx]
+    whole_kernel = (np.zeros_like(first), np.full_like(first, g.kernel_h - 1))
+    first_rows, last_rows = _kernel_rows(g, start, end, first), _kernel_rows(g, start, end, last)
+    between = np.maximum(last - first - 1, 0)
+
+    # A fold's rows are the rows it shares with itself. Rows shared with the fold before: the
+    # same offset tile, each piece with itself; different offset tiles (disjoint runs of
+    # offsets) share at most one channel, the larger of their first channels, if both hold it.
+    # Count bins: [0, folds) each fold's rows, folds + f - 1 what fold f shares with fold f - 1.
+    every, prev, nxt = np.arange(folds), np.arange(folds - 1), np.arange(1, folds)
+    same = q_idx[prev] == q_idx[nxt]
+    channel = np.maximum(first[prev], first[nxt])
+    common = ~same & (channel <= np.minimum(last[prev], last[nxt]))
+    shared_bin = folds + prev
+    pieces = _Pieces.of(
+        2 * folds - 1,
+        [
+            (every, p_idx, first_rows, p_idx, first_rows, 1),
+            (every, p_idx, last_rows, p_idx, last_rows, last > first),
+            (every, p_idx, whole_kernel, p_idx, whole_kernel, between),
+            (shared_bin, p_idx[prev], _at(first_rows, nxt), p_idx[nxt], _at(first_rows, nxt), same),
+            (shared_bin, p_idx[prev], _at(last_rows, nxt), p_idx[nxt], _at(last_rows, nxt),
+             same & (last[nxt] > first[nxt])),
+            (shared_bin, p_idx[prev], _at(whole_kernel, nxt), p_idx[nxt], _at(whole_kernel, nxt),
+             same * between[nxt]),
+            (shared_bin, p_idx[prev], _kernel_rows(g, start[prev], end[prev], channel),
+             p_idx[nxt], _kernel_rows(g, start[nxt], end[nxt], channel), common),
+        ],
+    )  # fmt: skip
+    counts = pieces.total(
+        _pair_rows(g, pos.take(pieces.tile_prev), pieces.r_prev, pos.take(pieces.tile_next),
+                   pieces.r_next)
+    )  # fmt: skip
+    return counts[:folds], np.concatenate([[0], counts[folds:]])
 
 
-def _shared_rows(
-    g: _Rows,
-    pos: _PositionTiles,
-    off: _OffsetTiles,
-    mix: np.ndarray,
-    ranges: np.ndarray,
-    p_idx: np.ndarray,
-    q_idx: np.ndarray,
-) -> np.ndarray:
-    """Rows each fold shares with the fold before it."""
-    p_prev, p_next, q_prev, q_next = p_idx[:-1], p_idx[1:], q_idx[:-1], q_idx[1:]
-    shared = np.zeros(len(p_next), dtype=np.int64)
+def _at(rows: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return rows[0][idx], rows[1][idx]
 
-    # Same offset tile: every channel piece of the tile, with its own kernel rows.
-    same = q_prev == q_next
-    if same.any():
-        n_pos = len(pos.n0)
-        keys, inverse = np.unique(p_prev[same] * n_pos + p_next[same], return_inverse=True)
-        pairs = np.stack([keys // n_pos, keys % n_pos], 1)
-        per_pair = np.zeros((len(pairs), len(ranges)), dtype=np.int64)
-        for r, (a, b) in enumerate(ranges):
-            kernel_rows = int(a), int(b)
-            per_pair[:, r] = _pair_rows(g, pos, pairs[:, 0], kernel_rows, pairs[:, 1], kernel_rows)
-        shared[same] = (per_pair[inverse.ravel()] * mix[q_next[same]]).sum(1)
 
-    # Different offset tiles share at most one channel (tiles are disjoint runs of offsets, and a
-    # tile holds one piece per channel): the larger of their first channels, if both hold it.
-    differ = np.flatnonzero(~same)
-    if len(differ):
-        first_piece = np.searchsorted(off.tile, np.arange(off.count))
-        last_piece = np.searchsorted(off.tile, np.arange(off.count), side="right") - 1
-        qa, qb = q_prev[differ], q_next[differ]
-        ca, cb = off.channel[first_piece[qa]], off.channel[first_piece[qb]]
-        channel = np.maximum(ca, cb)
-        common = channel <= np.minimum(off.channel[last_piece[qa]], off.channel[last_piece[qb]])
-        last = len(off.r0) - 1  # (clipped where the tiles share no channel; those are unused)
-        piece_a = np.minimum(first_piece[qa] + channel - ca, last)
-        piece_b = np.minimum(first_piece[qb] + channel - cb, last)
-        k = g.kernel_h
-        combo = ((off.r0[piece_a] * k + off.r1[piece_a]) * k + off.r0[piece_b]) * k + off.r1[
-            piece_b
-        ]
-        for key in np.unique(combo[common]):
-            f = np.flatnonzero(common & (combo == key))
-            r0a, r1a, r0b, r1b = key // k**3, key // k**2 % k, key // k % k, key % k
-            shared[differ[f]] = _pair_rows(
-                g, pos, p_prev[differ[f]], (int(r0a), int(r1a)),
-                p_next[differ[f]], (int(r0b), int(r1b)),
-            )  # fmt: skip
-    return shared
+@dataclass(frozen=True)
+class _Pieces:
+    """Channel pieces to count: each a pair (position tile, kernel rows) x (position tile,
+    kernel rows) whose common rows go, times a multiplicity, into a bin; pieces of
+    multiplicity 0 are left out."""
+
+    bins: int
+    bin: np.ndarray
+    tile_prev: np.ndarray
+    r_prev: tuple[np.ndarray, np.ndarray]
+    tile_next: np.ndarray
+    r_next: tuple[np.ndarray, np.ndarray]
+    weight: np.ndarray
+
+    @classmethod
+    def of(cls, bins: int, parts: list[tuple]) -> _Pieces:
+        """`parts`: (bin, tile_prev, r_prev, tile_next, r_next, weight), one per kind of piece."""
+        blocks = []
+        for b, tp, rp, tn, rn, w in parts:
+            block = np.empty((8, len(b)), dtype=np.int64)
+            block[0], block[1], block[2:4], block[4], block[5:7], block[7] = b, tp, rp, tn, rn, w
+            blocks.append(block)
+        table = np.concatenate(blocks, axis=1)
+        b, tp, r0p, r1p, tn, r0n, r1n, w = table[:, table[7] != 0]
+        return cls(bins, b, tp, (r0p, r1p), tn, (r0n, r1n), w)
+
+    def total(self, per_piece: np.ndarray) -> np.ndarray:
+        """Per bin: the sum of its pieces' counts times their multiplicities."""
+        summed = np.bincount(self.bin, weights=per_piece * self.weight, minlength=self.bins)
+        return summed.astype(np.int64)
 
 
 def input_reads(folds: FoldRows, half_words: float) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.sim.conv_traffic import fold_rows, input_reads, output_traffic
+from worker.sim.conv_traffic import count_folds, fold_rows, input_reads, output_traffic
 from worker.sim.systolic import DATAFLOW_CODES
 from worker.sim.workload import ConvGeometry, TrainingPass
 
@@ -176,6 +176,28 @@ def test_closed_form_matches_the_fold_by_fold_reference() -> None:
         exact += ours == reference
     print(f"\n{checked} cases, {exact} exact, worst ratio {worst:.4f}")
     assert checked >= 200
+
+
+def test_counting_many_gemms_together_equals_counting_each_alone() -> None:
+    """simulate() counts the folds of every GEMM of a config in one pass; the brute-force test
+    above checks them one by one."""
+    rng = np.random.default_rng(11)
+    cases = [c for c in (_random_case(rng) for _ in range(300)) if c["conv"].out_h >= 1]
+
+    def folds_of(case: dict):
+        return fold_rows(
+            case["conv"], case["pass"], DATAFLOW_CODES[case["dataflow"]], case["rows"],
+            case["cols"],
+        )  # fmt: skip
+
+    fold_rows.cache_clear()
+    together = [folds_of(case) for case in cases]
+    count_folds(together)
+    fold_rows.cache_clear()
+    for case, counted in zip(cases, together, strict=True):
+        alone = folds_of(case).counts
+        for field in ("rows", "repeats", "before", "shared", "times"):
+            assert np.array_equal(getattr(counted.counts, field), getattr(alone, field)), case
 
 
 def test_tensor_traffic_never_exceeds_im2col_and_equals_it_without_geometry() -> None:

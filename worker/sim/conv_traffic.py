@@ -11,17 +11,20 @@ in the im2col convention already and keep worker.sim.memory's model):
                                                   (col2im) and written in image space
 
 The unit of transfer is a ROW of a feature map: W words of one (image n, channel c, input row ih),
-as a row-stationary or line-buffered accelerator moves them. A fold needs the rows its windows
-touch: for output rows oh in [a, b] of an image and kernel rows r in [r0, r1] (dilation 1), input
-row ih is touched iff some oh in [a, b] has oh*stride - pad + r = ih for some r in [r0, r1], i.e.
-iff [ceil((ih + pad - r1) / stride), floor((ih + pad - r0) / stride)] meets [a, b] and
-[0, OH - 1]. Summing that indicator over the H input rows gives every count below in closed form
-per row; counts are summed over the folds with numpy.
+as a row-stationary or line-buffered accelerator moves them. Output rows oh in [a, b] of an image
+read, through kernel rows [r0, r1] (dilation 1), the input rows ih = oh*stride - pad + r: the
+strided span {ih in [max(0, a*stride - pad + r0), min(H - 1, b*stride - pad + r1)] :
+(ih - r0 + pad) mod stride < r1 - r0 + 1}. The rows two such spans share are counted in closed
+form (per residue mod stride), so no count enumerates rows: every count below is a sum of span
+intersections, evaluated for all the folds of all the GEMMs of a config in one vectorised pass.
 
 Folds run in SCALE-Sim's order (column folds outer, row folds inner). Each fold touches a set of
 rows, given by its tile of output positions (P = N*OH*OW, row-major) and its tile of window
 offsets (Cg*R*S, channel-major, then r, then s); a GEMM dimension that is not a window dimension
-(the Kg filters) only repeats the fold. Residency (per operand, per SRAM half of S words):
+(the Kg filters) only repeats the fold, which makes the order periodic: each distinct fold and
+each distinct transition between consecutive folds is counted once, with its multiplicity.
+
+Residency (per operand, per SRAM half of S words):
 
 - If all rows the GEMM touches fit in one half, each is moved once.
 - Otherwise a fold moves the rows it touches minus those of the previous fold, which the other
@@ -61,17 +64,6 @@ def supports_tensor_traffic(conv: ConvGeometry | None) -> bool:
 
 
 @dataclass(frozen=True)
-class _Span:
-    """Input rows {ih in [lo, hi] : (ih - phase) mod stride < length} of one image: the rows that
-    output rows oh in [a, b] read through kernel rows [r0, r1], as ih = oh*stride - pad + r."""
-
-    lo: np.ndarray
-    hi: np.ndarray
-    phase: np.ndarray
-    length: np.ndarray
-
-
-@dataclass(frozen=True)
 class _Rows:
     """One group's feature-map geometry along the height axis (rows are W words)."""
 
@@ -94,29 +86,6 @@ class _Rows:
     def offsets(self) -> int:
         return self.channels * self.kernel_h * self.kernel_w
 
-    def span(self, a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> _Span:
-        """Input rows touched by output rows [a, b] with kernel rows [r0, r1] (dilation 1)."""
-        phase = r0 - self.pad
-        return _Span(
-            lo=np.maximum(a * self.stride + phase, 0),
-            hi=np.minimum(b * self.stride - self.pad + r1, self.height - 1),
-            phase=phase,
-            length=r1 - r0 + 1,
-        )
-
-    def count_both(self, x: _Span, y: _Span) -> np.ndarray:
-        """|x & y|: the rows of [max lo, min hi] whose residue mod stride both spans admit."""
-        s = self.stride
-        lo, hi = np.maximum(x.lo, y.lo), np.minimum(x.hi, y.hi)
-        if s == 1:  # every residue admitted (a span's length is at least 1)
-            return np.maximum(hi - lo + 1, 0)
-        total = np.zeros(np.broadcast(lo, hi).shape, dtype=np.int64)
-        for residue in range(s):
-            admitted = ((residue - x.phase) % s < x.length) & ((residue - y.phase) % s < y.length)
-            in_range = (hi - residue) // s - (lo - 1 - residue) // s
-            total += admitted * np.maximum(in_range, 0)
-        return total
-
 
 def _rows_geometry(conv: ConvGeometry) -> _Rows:
     return _Rows(
@@ -133,78 +102,131 @@ def _rows_geometry(conv: ConvGeometry) -> _Rows:
     )
 
 
-@dataclass(frozen=True)
-class _PositionTiles:
-    """Tiles of consecutive output positions: first image and output row, last image and row."""
+# Counting works on "pairs": (position tile, kernel rows) x (position tile, kernel rows) of one
+# channel, whose common input rows go, times a multiplicity, into a bin. A fold's rows are the
+# rows it shares with itself. Pairs of many GEMMs are counted together, each carrying its
+# geometry, as the rows of one table:
+_PAIR_COLUMNS = (
+    "bin",
+    "n0", "a0", "n1", "b1", "r0", "r1",  # the first tile: images n0..n1, from row a0 to row b1
+    "m0", "c0", "m1", "d1", "q0", "q1",  # the second tile, likewise
+    "weight", "out_h", "height", "stride", "pad",
+)  # fmt: skip
 
+
+@dataclass(frozen=True)
+class _Pairs:
+    bin: np.ndarray
     n0: np.ndarray
     a0: np.ndarray
     n1: np.ndarray
     b1: np.ndarray
+    r0: np.ndarray
+    r1: np.ndarray
+    m0: np.ndarray
+    c0: np.ndarray
+    m1: np.ndarray
+    d1: np.ndarray
+    q0: np.ndarray
+    q1: np.ndarray
+    weight: np.ndarray
+    out_h: np.ndarray
+    height: np.ndarray
+    stride: np.ndarray
+    pad: np.ndarray
 
-    def take(self, idx: np.ndarray) -> _PositionTiles:
-        return _PositionTiles(self.n0[idx], self.a0[idx], self.n1[idx], self.b1[idx])
 
-    def image_rows(self, image: np.ndarray, out_h: int) -> tuple[np.ndarray, np.ndarray]:
-        """Output rows [a, b] of `image` inside each tile (the image must lie in the tile)."""
-        a = np.where(image == self.n0, self.a0, 0)
-        b = np.where(image == self.n1, self.b1, out_h - 1)
-        return a, b
+@dataclass(frozen=True)
+class _Span:
+    """Input rows {ih in [lo, hi] : (ih - phase) mod stride < length} of one image: the rows that
+    output rows oh in [a, b] read through kernel rows [r0, r1], as ih = oh*stride - pad + r."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    phase: np.ndarray
+    length: np.ndarray
+
+
+def _span(t: _Pairs, a: np.ndarray, b: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> _Span:
+    phase = r0 - t.pad
+    return _Span(
+        lo=np.maximum(a * t.stride + phase, 0),
+        hi=np.minimum(b * t.stride - t.pad + r1, t.height - 1),
+        phase=phase,
+        length=r1 - r0 + 1,
+    )
+
+
+def _count_both(stride: np.ndarray, x: _Span, y: _Span) -> np.ndarray:
+    """|x & y|: the rows of [max lo, min hi] whose residue mod stride both spans admit (with
+    stride 1, every row: a span's length is at least 1)."""
+    lo, hi = np.maximum(x.lo, y.lo), np.minimum(x.hi, y.hi)
+    total = np.maximum(hi - lo + 1, 0)
+    strided = np.flatnonzero(stride > 1)
+    if len(strided) == 0:
+        return total
+    s, lo, hi = stride[strided], lo[strided], hi[strided]
+    x_phase, x_length = x.phase[strided], x.length[strided]
+    y_phase, y_length = y.phase[strided], y.length[strided]
+    counted = np.zeros(len(strided), dtype=np.int64)
+    for residue in range(int(s.max())):
+        admitted = (
+            (residue < s)
+            & ((residue - x_phase) % s < x_length)
+            & ((residue - y_phase) % s < y_length)
+        )
+        in_range = (hi - residue) // s - (lo - 1 - residue) // s
+        counted += admitted * np.maximum(in_range, 0)
+    total[strided] = counted
+    return total
+
+
+def _count_pairs(t: _Pairs, bins: int) -> np.ndarray:
+    """Per bin: the rows common to each pair's two (tile, kernel rows), times its multiplicity.
+    Two tiles share the images both hold: the first and last of them partly, those between
+    whole (every output row); most pairs share one image at most."""
+    first, last = np.maximum(t.n0, t.m0), np.minimum(t.n1, t.m1)
+    rows = np.where(last >= first, _count_in_image(t, first), 0)
+    more = np.flatnonzero(last > first)
+    if len(more):
+        m = _Pairs(*(column[more] for column in _columns(t)))
+        end = m.out_h - 1
+        whole = _count_both(m.stride, _span(m, 0, end, m.r0, m.r1), _span(m, 0, end, m.q0, m.q1))
+        middle = last[more] - first[more] - 1
+        rows[more] += _count_in_image(m, last[more]) + middle * whole
+    return np.bincount(t.bin, weights=rows * t.weight, minlength=bins).astype(np.int64)
+
+
+def _count_in_image(t: _Pairs, image: np.ndarray) -> np.ndarray:
+    """Rows of `image` (which both tiles of each pair hold) common to the pair."""
+    end = t.out_h - 1
+    a, b = np.where(image == t.n0, t.a0, 0), np.where(image == t.n1, t.b1, end)
+    c, d = np.where(image == t.m0, t.c0, 0), np.where(image == t.m1, t.d1, end)
+    return _count_both(t.stride, _span(t, a, b, t.r0, t.r1), _span(t, c, d, t.q0, t.q1))
+
+
+def _columns(t: _Pairs) -> tuple[np.ndarray, ...]:
+    return tuple(getattr(t, name) for name in _PAIR_COLUMNS)
+
+
+@dataclass(frozen=True)
+class _PositionTiles:
+    """Tiles of consecutive output positions: first image and output row, last image and row,
+    as the rows of a (4, tiles) array."""
+
+    n0_a0_n1_b1: np.ndarray
 
 
 def _position_tiles(g: _Rows, tile: int | None) -> _PositionTiles:
     if tile is None:  # one tile holding every position
-        one = np.zeros(1, dtype=np.int64)
-        return _PositionTiles(one, one, one + g.batch - 1, one + g.out_h - 1)
+        return _PositionTiles(np.array([[0], [0], [g.batch - 1], [g.out_h - 1]]))
     per_image = g.out_h * g.out_w
     start = np.arange(0, g.positions, tile, dtype=np.int64)
     last = np.minimum(start + tile, g.positions) - 1
     return _PositionTiles(
-        start // per_image, (start % per_image) // g.out_w, last // per_image,
-        (last % per_image) // g.out_w,
+        np.stack([start // per_image, (start % per_image) // g.out_w, last // per_image,
+                  (last % per_image) // g.out_w])
     )  # fmt: skip
-
-
-def _tile_rows(g: _Rows, t: _PositionTiles, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
-    """Rows per channel touched by each position tile with kernel rows [r0, r1]: its first
-    image's, its last image's, and every row a window reaches in the whole images between."""
-    one_image = t.n0 == t.n1
-    head = g.span(t.a0, np.where(one_image, t.b1, g.out_h - 1), r0, r1)
-    rows = g.count_both(head, head)
-    if one_image.all():
-        return rows
-    tail = g.span(0, t.b1, r0, r1)
-    full = g.span(0, g.out_h - 1, r0, r1)
-    middle = np.maximum(t.n1 - t.n0 - 1, 0)
-    return rows + np.where(
-        one_image, 0, g.count_both(tail, tail) + middle * g.count_both(full, full)
-    )
-
-
-def _pair_rows(
-    g: _Rows,
-    prev: _PositionTiles,
-    r_prev: tuple[np.ndarray, np.ndarray],
-    next_: _PositionTiles,
-    r_next: tuple[np.ndarray, np.ndarray],
-) -> np.ndarray:
-    """Rows per channel touched both by (tile prev, kernel rows r_prev) and (next_, r_next):
-    the images both tiles hold, the first and last of them partly, those between whole."""
-    first = np.maximum(prev.n0, next_.n0)
-    last = np.minimum(prev.n1, next_.n1)
-
-    def both(image: np.ndarray) -> np.ndarray:
-        a, b = prev.image_rows(image, g.out_h)
-        c, d = next_.image_rows(image, g.out_h)
-        return g.count_both(g.span(a, b, *r_prev), g.span(c, d, *r_next))
-
-    rows = both(first)
-    if (last > first).any():
-        rows += np.where(last > first, both(last), 0)
-        middle = np.maximum(last - first - 1, 0)
-        end = g.out_h - 1
-        rows += middle * g.count_both(g.span(0, end, *r_prev), g.span(0, end, *r_next))
-    return np.where(last >= first, rows, 0)
 
 
 @dataclass(frozen=True)
@@ -225,22 +247,42 @@ def _offset_tiles(g: _Rows, tile: int | None) -> _OffsetTiles:
     return _OffsetTiles(start, end, start // block, (end - 1) // block)
 
 
-def _kernel_rows(
-    g: _Rows, start: np.ndarray, end: np.ndarray, channel: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Kernel rows [r0, r1] of `channel` among the offsets [start, end) of a tile."""
+def _kernel_rows(g: _Rows, start: np.ndarray, end: np.ndarray, channel: np.ndarray) -> np.ndarray:
+    """Kernel rows [r0, r1] (a (2, n) array) of `channel` among the offsets [start, end)."""
     block = g.kernel_h * g.kernel_w
     first = np.maximum(start, channel * block) - channel * block
     last = np.minimum(end, (channel + 1) * block) - 1 - channel * block
-    return first // g.kernel_w, last // g.kernel_w
+    return np.stack([first, last]) // g.kernel_w
+
+
+@dataclass(frozen=True)
+class FoldCounts:
+    """The folds of one group's operand, each distinct fold and transition listed once.
+
+    A dimension that only repeats the fold (the filters, REP) makes SCALE-Sim's order periodic:
+    as the inner loop, each fold runs k times in a row (k - 1 transitions from the fold to
+    itself, which shares all its rows); as the outer loop, the inner sequence runs k times (k - 1
+    transitions from its last fold back to its first)."""
+
+    rows: np.ndarray  # per listed fold: rows it touches
+    repeats: np.ndarray  # how often it runs
+    before: np.ndarray  # per transition: rows of the fold before
+    shared: np.ndarray  # rows both folds touch
+    times: np.ndarray  # how often the transition occurs
+
+    def moved(self, row_words: int, half_words: float) -> int:
+        """Rows moved over all folds: each fold's rows, but those the fold before still holds
+        in the other SRAM half (when that fold's rows fit one)."""
+        held = self.before * row_words <= half_words
+        kept = (self.shared * self.times * held).sum()
+        return int((self.rows * self.repeats).sum() - kept)
 
 
 @dataclass(frozen=True)
 class FoldRows:
-    """Per fold (SCALE-Sim order): rows touched, and rows shared with the previous fold.
-
-    The per-fold counts are computed on first use: when the whole tensor fits one SRAM half,
-    the traffic needs only `touched` or `image_rows`."""
+    """The rows of one group's operand fold by fold (SCALE-Sim order), counted on first use (or
+    for many GEMMs at once by `count_folds`): when the whole tensor fits one SRAM half, the
+    traffic needs only `touched` or `image_rows`."""
 
     geometry: _Rows
     outer: tuple[str, int]
@@ -250,16 +292,17 @@ class FoldRows:
     row_words: int
 
     @cached_property
-    def _counts(self) -> tuple[np.ndarray, np.ndarray]:
-        return _fold_counts(self.geometry, self.outer, self.inner)
+    def counts(self) -> FoldCounts:
+        (counts,) = _fold_counts([self])
+        return counts
 
-    @property
-    def rows(self) -> np.ndarray:
-        return self._counts[0]
 
-    @property
-    def shared_with_previous(self) -> np.ndarray:  # [0] is 0
-        return self._counts[1]
+def count_folds(many: list[FoldRows]) -> None:
+    """Count the folds of every GEMM in `many` not counted yet, all in one vectorised pass."""
+    todo = list({id(f): f for f in many if "counts" not in f.__dict__}.values())
+    if todo:
+        for folds, counts in zip(todo, _fold_counts(todo), strict=True):
+            folds.__dict__["counts"] = counts  # what the cached property would have stored
 
 
 def _fold_order(
@@ -288,118 +331,154 @@ def fold_rows(
     """The rows of the pass's im2col operand (FWD A, BWD-WEIGHT B, BWD-DATA C) fold by fold."""
     g = _rows_geometry(conv)
     outer, inner = _fold_order(pass_, dataflow, rows, cols, conv.out_channels // conv.groups)
-    everything = _tile_rows(g, _position_tiles(g, None), 0, g.kernel_h - 1)
+    image_rows_read = {
+        oh * g.stride - g.pad + r for oh in range(g.out_h) for r in range(g.kernel_h)
+    } & set(range(g.height))
     return FoldRows(
         geometry=g,
         outer=outer,
         inner=inner,
-        touched=int(everything[0]) * g.channels,
+        touched=g.batch * g.channels * len(image_rows_read),
         image_rows=g.batch * g.channels * g.height,
         row_words=g.width,
     )
 
 
-def _fold_counts(
-    g: _Rows, outer: tuple[str, int], inner: tuple[str, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, rows shared with the previous fold) per fold.
-
-    A fold's offset tile holds, per channel it touches, one piece of kernel rows: its first
-    channel's, its last channel's, and whole kernels for the channels between. Each count below
-    is a sum over those pieces, every piece of every fold evaluated in one vectorised pass and
-    summed back per fold."""
-    dims = dict([outer, inner])
-    pos = _position_tiles(g, dims.get(POS))
-    off = _offset_tiles(g, dims.get(OFF))
-
-    # The folds in order, as (position tile, offset tile) indices.
-    counts = {POS: len(pos.n0), OFF: len(off.start)}
-    counts[REP] = inner[1] if inner[0] == REP else outer[1]
-    o_idx, i_idx = np.meshgrid(
-        np.arange(counts[outer[0]]), np.arange(counts[inner[0]]), indexing="ij"
+def _fold_counts(many: list[FoldRows]) -> list[FoldCounts]:
+    """The fold counts of each GEMM of `many`, every pair counted in one vectorised pass."""
+    plans = [_fold_plan(f.geometry, f.outer, f.inner) for f in many]
+    bases = np.cumsum([0] + [plan.bins for plan in plans])
+    geometry = np.array([[f.geometry.out_h, f.geometry.height, f.geometry.stride,
+                          f.geometry.pad] for f in many]).T  # fmt: skip
+    gemm = np.repeat(np.arange(len(plans)), [len(plan.weight) for plan in plans])
+    pairs = _Pairs(
+        np.concatenate([plan.bin + base for plan, base in zip(plans, bases, strict=False)]),
+        *np.concatenate([plan.tiles[:, plan.first] for plan in plans], axis=1),
+        *np.concatenate([plan.first_rows for plan in plans], axis=1),
+        *np.concatenate([plan.tiles[:, plan.second] for plan in plans], axis=1),
+        *np.concatenate([plan.second_rows for plan in plans], axis=1),
+        np.concatenate([plan.weight for plan in plans]),
+        *geometry[:, gemm],
     )
-    o_idx, i_idx = o_idx.ravel(), i_idx.ravel()
-
-    def index(kind: str) -> np.ndarray:
-        if outer[0] == kind:
-            return o_idx
-        if inner[0] == kind:
-            return i_idx
-        return np.zeros_like(o_idx)
-
-    p_idx, q_idx = index(POS), index(OFF)
-    folds = len(p_idx)
-    start, end = off.start[q_idx], off.end[q_idx]
-    first, last = off.first_channel[q_idx], off.last_channel[q_idx]
-    whole_kernel = (np.zeros_like(first), np.full_like(first, g.kernel_h - 1))
-    first_rows, last_rows = _kernel_rows(g, start, end, first), _kernel_rows(g, start, end, last)
-    between = np.maximum(last - first - 1, 0)
-
-    # A fold's rows are the rows it shares with itself. Rows shared with the fold before: the
-    # same offset tile, each piece with itself; different offset tiles (disjoint runs of
-    # offsets) share at most one channel, the larger of their first channels, if both hold it.
-    # Count bins: [0, folds) each fold's rows, folds + f - 1 what fold f shares with fold f - 1.
-    every, prev, nxt = np.arange(folds), np.arange(folds - 1), np.arange(1, folds)
-    same = q_idx[prev] == q_idx[nxt]
-    channel = np.maximum(first[prev], first[nxt])
-    common = ~same & (channel <= np.minimum(last[prev], last[nxt]))
-    shared_bin = folds + prev
-    pieces = _Pieces.of(
-        2 * folds - 1,
-        [
-            (every, p_idx, first_rows, p_idx, first_rows, 1),
-            (every, p_idx, last_rows, p_idx, last_rows, last > first),
-            (every, p_idx, whole_kernel, p_idx, whole_kernel, between),
-            (shared_bin, p_idx[prev], _at(first_rows, nxt), p_idx[nxt], _at(first_rows, nxt), same),
-            (shared_bin, p_idx[prev], _at(last_rows, nxt), p_idx[nxt], _at(last_rows, nxt),
-             same & (last[nxt] > first[nxt])),
-            (shared_bin, p_idx[prev], _at(whole_kernel, nxt), p_idx[nxt], _at(whole_kernel, nxt),
-             same * between[nxt]),
-            (shared_bin, p_idx[prev], _kernel_rows(g, start[prev], end[prev], channel),
-             p_idx[nxt], _kernel_rows(g, start[nxt], end[nxt], channel), common),
-        ],
-    )  # fmt: skip
-    counts = pieces.total(
-        _pair_rows(g, pos.take(pieces.tile_prev), pieces.r_prev, pos.take(pieces.tile_next),
-                   pieces.r_next)
-    )  # fmt: skip
-    return counts[:folds], np.concatenate([[0], counts[folds:]])
-
-
-def _at(rows: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return rows[0][idx], rows[1][idx]
+    counts = _count_pairs(pairs, int(bases[-1]))
+    out = []
+    for plan, base in zip(plans, bases, strict=False):
+        listed = len(plan.repeats)
+        rows = counts[base : base + listed]
+        shared = counts[base + listed : base + plan.bins]
+        itself = plan.frm == plan.to  # a fold shares all its rows with itself
+        out.append(
+            FoldCounts(
+                rows=rows,
+                repeats=plan.repeats,
+                before=rows[plan.frm],
+                shared=np.where(itself, rows[plan.to], shared),
+                times=plan.times,
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True)
-class _Pieces:
-    """Channel pieces to count: each a pair (position tile, kernel rows) x (position tile,
-    kernel rows) whose common rows go, times a multiplicity, into a bin; pieces of
-    multiplicity 0 are left out."""
+class _FoldPlan:
+    """The listed folds (with repeats), the transitions between them (from, to, times), and the
+    pairs whose counts give each listed fold's rows (bins [0, listed)) and the rows shared
+    across each transition (bin listed + t; left empty for a fold followed by itself). A pair
+    is (listed fold `first`, kernel rows `first_rows`) x (`second`, `second_rows`) of one
+    channel, with its multiplicity `weight`; `tiles` holds each listed fold's position tile."""
 
-    bins: int
+    repeats: np.ndarray
+    frm: np.ndarray
+    to: np.ndarray
+    times: np.ndarray
+    tiles: np.ndarray
     bin: np.ndarray
-    tile_prev: np.ndarray
-    r_prev: tuple[np.ndarray, np.ndarray]
-    tile_next: np.ndarray
-    r_next: tuple[np.ndarray, np.ndarray]
+    first: np.ndarray
+    first_rows: np.ndarray
+    second: np.ndarray
+    second_rows: np.ndarray
     weight: np.ndarray
 
-    @classmethod
-    def of(cls, bins: int, parts: list[tuple]) -> _Pieces:
-        """`parts`: (bin, tile_prev, r_prev, tile_next, r_next, weight), one per kind of piece."""
-        blocks = []
-        for b, tp, rp, tn, rn, w in parts:
-            block = np.empty((8, len(b)), dtype=np.int64)
-            block[0], block[1], block[2:4], block[4], block[5:7], block[7] = b, tp, rp, tn, rn, w
-            blocks.append(block)
-        table = np.concatenate(blocks, axis=1)
-        b, tp, r0p, r1p, tn, r0n, r1n, w = table[:, table[7] != 0]
-        return cls(bins, b, tp, (r0p, r1p), tn, (r0n, r1n), w)
+    @property
+    def bins(self) -> int:
+        return len(self.repeats) + len(self.frm)
 
-    def total(self, per_piece: np.ndarray) -> np.ndarray:
-        """Per bin: the sum of its pieces' counts times their multiplicities."""
-        summed = np.bincount(self.bin, weights=per_piece * self.weight, minlength=self.bins)
-        return summed.astype(np.int64)
+
+def _fold_plan(g: _Rows, outer: tuple[str, int], inner: tuple[str, int]) -> _FoldPlan:
+    """A fold's offset tile holds, per channel it touches, one piece of kernel rows: its first
+    channel's, its last channel's, and whole kernels for the channels between. A fold's rows
+    pair each piece with itself. Rows shared across a transition: the same offset tile, each
+    piece with itself; different offset tiles (disjoint runs of offsets) share at most one
+    channel, the larger of their first channels, if both hold it."""
+    dims = dict([outer, inner])
+    pos = _position_tiles(g, dims.get(POS))
+    off = _offset_tiles(g, dims.get(OFF))
+    sizes = {POS: pos.n0_a0_n1_b1.shape[1], OFF: len(off.start)}
+
+    if outer[0] == REP or inner[0] == REP:
+        kind, k = (inner[0], outer[1]) if outer[0] == REP else (outer[0], inner[1])
+        listed = np.arange(sizes[kind])
+        p_idx = listed if kind == POS else np.zeros_like(listed)
+        q_idx = listed if kind == OFF else np.zeros_like(listed)
+        n = len(listed)
+        steps = (listed[:-1], listed[1:])
+        if outer[0] == REP:  # the sequence runs k times: each step k times, the wrap k - 1
+            frm, to = np.append(steps[0], n - 1), np.append(steps[1], 0)
+            times = np.append(np.full(n - 1, k), k - 1)
+        else:  # each fold runs k times: each step once, each fold after itself k - 1 times
+            frm, to = np.concatenate([steps[0], listed]), np.concatenate([steps[1], listed])
+            times = np.concatenate([np.ones(n - 1, np.int64), np.full(n, k - 1)])
+        repeats = np.full(n, k)
+    else:
+        o_idx, i_idx = np.meshgrid(
+            np.arange(sizes[outer[0]]), np.arange(sizes[inner[0]]), indexing="ij"
+        )
+        o_idx, i_idx = o_idx.ravel(), i_idx.ravel()
+        p_idx, q_idx = (o_idx, i_idx) if outer[0] == POS else (i_idx, o_idx)
+        n = len(p_idx)
+        frm, to = np.arange(n - 1), np.arange(1, n)
+        repeats, times = np.ones(n, np.int64), np.ones(n - 1, np.int64)
+
+    start, end = off.start[q_idx], off.end[q_idx]
+    first, last = off.first_channel[q_idx], off.last_channel[q_idx]
+    between = np.maximum(last - first - 1, 0)
+
+    # Transitions from a fold to itself need no pair: the fold shares all its rows.
+    every, moves = np.arange(n), np.flatnonzero(frm != to)
+    a, b = frm[moves], to[moves]
+    m = len(moves)
+    same = q_idx[a] == q_idx[b]
+    channel = np.maximum(first[a], first[b])
+    common = ~same & (channel <= np.minimum(last[a], last[b]))
+    # Kernel rows of: each fold's first and last channel, the channel shared across each move.
+    kernel_rows = _kernel_rows(
+        g,
+        np.concatenate([start, start, start[a], start[b]]),
+        np.concatenate([end, end, end[a], end[b]]),
+        np.concatenate([first, last, channel, channel]),
+    )
+    whole_kernel = np.array([[0], [g.kernel_h - 1]]).repeat(n, axis=1)
+    pieces = np.concatenate([kernel_rows[:, : 2 * n], whole_kernel], axis=1)
+    next_pieces = pieces.reshape(2, 3, n)[:, :, b].reshape(2, -1)
+    shared_channel_rows = kernel_rows[:, 2 * n : 2 * n + m], kernel_rows[:, 2 * n + m :]
+    weight = np.concatenate(
+        [np.ones_like(first), last > first, between,
+         same, same & (last[b] > first[b]), same * between[b], common]
+    )  # fmt: skip
+    keep = np.flatnonzero(weight)
+    return _FoldPlan(
+        repeats=repeats,
+        frm=frm,
+        to=to,
+        times=times,
+        tiles=pos.n0_a0_n1_b1[:, p_idx],
+        bin=np.concatenate([every, every, every] + [n + moves] * 4)[keep],
+        first=np.concatenate([every, every, every, a, a, a, a])[keep],
+        first_rows=np.concatenate([pieces, next_pieces, shared_channel_rows[0]], 1)[:, keep],
+        second=np.concatenate([every, every, every, b, b, b, b])[keep],
+        second_rows=np.concatenate([pieces, next_pieces, shared_channel_rows[1]], 1)[:, keep],
+        weight=weight[keep],
+    )
 
 
 def input_reads(folds: FoldRows, half_words: float) -> float:
@@ -407,9 +486,7 @@ def input_reads(folds: FoldRows, half_words: float) -> float:
     w = folds.row_words
     if folds.touched * w <= half_words:
         return float(folds.touched * w)
-    held = folds.rows[:-1] * w <= half_words
-    refetched = folds.rows.sum() - (folds.shared_with_previous[1:] * held).sum()
-    return float(refetched * w)
+    return float(folds.counts.moved(w, half_words) * w)
 
 
 def output_traffic(folds: FoldRows, half_words: float) -> tuple[float, float]:
@@ -417,10 +494,22 @@ def output_traffic(folds: FoldRows, half_words: float) -> tuple[float, float]:
     w = folds.row_words
     if folds.image_rows * w <= half_words:
         return float(folds.image_rows * w), 0.0
-    held = folds.rows[:-1] * w <= half_words
-    written = folds.rows.sum() - (folds.shared_with_previous[1:] * held).sum()
+    written = folds.counts.moved(w, half_words)
     untouched = folds.image_rows - folds.touched
     return float((written + untouched) * w), float((written - folds.touched) * w)
+
+
+_HALF_OF_PASS = {
+    TrainingPass.FWD: "ifmap",
+    TrainingPass.BWD_WEIGHT: "filter",
+    TrainingPass.BWD_DATA: "ofmap",
+}
+
+
+def _fits(folds: FoldRows, op: GemmOp, half_words: float) -> bool:
+    """Whether the operand's tensor fits one SRAM half: its traffic needs no per-fold count."""
+    held = folds.image_rows if op.pass_ is TrainingPass.BWD_DATA else folds.touched
+    return held * folds.row_words <= half_words
 
 
 def with_tensor_traffic(
@@ -443,23 +532,26 @@ def with_tensor_traffic(
     ifmap, filt = writable(traffic.ifmap_reads), writable(traffic.filter_reads)
     ofmap_reads, ofmap_writes = writable(traffic.ofmap_reads), writable(traffic.ofmap_writes)
     configs = np.flatnonzero(tensor.reshape(-1))
-    for i, op in enumerate(ops):
-        if not supports_tensor_traffic(op.conv):
-            continue
-        for p in configs:
-            if not on_array[p, i]:
-                continue
-            folds = fold_rows(op.conv, op.pass_, int(df[p, 0]), int(rows[p, 0]), int(cols[p, 0]))
-            if op.pass_ is TrainingPass.FWD:
-                rows_read = input_reads(folds, float(half_words["ifmap"][p, 0]))
-                ifmap[p, i] = min(ifmap[p, i], rows_read)
-            elif op.pass_ is TrainingPass.BWD_WEIGHT:
-                rows_read = input_reads(folds, float(half_words["filter"][p, 0]))
-                filt[p, i] = min(filt[p, i], rows_read)
-            else:
-                writes, reads = output_traffic(folds, float(half_words["ofmap"][p, 0]))
-                if writes + reads < ofmap_writes[p, i] + ofmap_reads[p, i]:
-                    ofmap_writes[p, i], ofmap_reads[p, i] = writes, reads
+    todo = [
+        (i, p, fold_rows(op.conv, op.pass_, int(df[p, 0]), int(rows[p, 0]), int(cols[p, 0])))
+        for i, op in enumerate(ops)
+        if supports_tensor_traffic(op.conv)
+        for p in configs
+        if on_array[p, i]
+    ]
+    half = [
+        (i, p, folds, float(half_words[_HALF_OF_PASS[ops[i].pass_]][p, 0])) for i, p, folds in todo
+    ]
+    count_folds([folds for i, p, folds, words in half if not _fits(folds, ops[i], words)])
+    for i, p, folds, words in half:
+        if ops[i].pass_ is TrainingPass.FWD:
+            ifmap[p, i] = min(ifmap[p, i], input_reads(folds, words))
+        elif ops[i].pass_ is TrainingPass.BWD_WEIGHT:
+            filt[p, i] = min(filt[p, i], input_reads(folds, words))
+        else:
+            writes, reads = output_traffic(folds, words)
+            if writes + reads < ofmap_writes[p, i] + ofmap_reads[p, i]:
+                ofmap_writes[p, i], ofmap_reads[p, i] = writes, reads
     return DramTraffic(
         ifmap_reads=ifmap,
         filter_reads=filt,

@@ -10,7 +10,6 @@ interpreter loads the service (tests/techniques/probe.py) and reports what each 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from typing import Any
@@ -28,15 +27,14 @@ from backend.specs.techniques import (
     register,
 )
 from backend.specs.training import MercuryParams
-from tests.conftest import ROOT, orrery_env
+from tests.conftest import ROOT, orrery_env, repo_pythonpath
 
 
 def _python(code_or_module: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, *code_or_module],
         cwd=ROOT,
-        env=orrery_env(PYTHONPATH=path, **env),
+        env=orrery_env(PYTHONPATH=repo_pythonpath(), **env),
         capture_output=True,
         text=True,
         timeout=300,

@@ -225,12 +225,9 @@ def _paper_accelerator(**fields: Any) -> AcceleratorConfig:
         "ofmap_sram_kib": 64,
         "dram_bandwidth": 8.0,
         "clock_mhz": 500.0,
-        "mercury": MercuryHardware(enabled=False),
-        "zero_skipping": ZeroSkipping(enabled=False),
-        "gradient_predictor": GradientPredictorUnit(enabled=False),
         "conv_operand_traffic": "tensor",
     }
-    return AcceleratorConfig(**(base | fields))
+    return AcceleratorConfig(**(base | fields)).with_extensions(fields.keys() & set(EXTENSIONS))
 
 
 # Every preset forms convolution windows on chip (conv_operand_traffic="tensor"):

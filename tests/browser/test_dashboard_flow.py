@@ -7,7 +7,6 @@ the frontend, because the form reads the server's technique table."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from tests.browser.conftest import ConsoleLog, Server, serving
-from tests.conftest import ROOT, orrery_env
+from tests.conftest import orrery_env, repo_pythonpath
 
 pytestmark = pytest.mark.browser
 
@@ -27,12 +26,11 @@ EXPECTED_422 = "the server responded with a status of 422"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data_dir = tmp_path_factory.mktemp("orrery-data")
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = orrery_env(
         ORRERY_DATA_DIR=str(data_dir),
         ORRERY_WORKER_CONCURRENCY="1",
         ORRERY_TECHNIQUE_MODULES="tests.techniques.toy",
-        PYTHONPATH=path,
+        PYTHONPATH=repo_pythonpath(),
     )
     with serving(data_dir, env) as server:
         yield server

@@ -21,7 +21,8 @@ from backend.client import ApiError, OrreryClient
 from backend.db import migrate as migrations
 from backend.queue import QUEUE
 from backend.settings import get_settings
-from backend.specs.accelerator import PRESETS, techniques_of
+from backend.specs.accelerator import PRESETS
+from backend.specs.techniques import accelerator_for, techniques_of
 from backend.specs.training import MODEL_NAMES, TrainingConfig
 from backend.supervisor import Supervisor
 
@@ -500,7 +501,7 @@ def simulate(
     from worker.training import dense_workload
 
     workload = dense_workload(config)
-    hardware = PRESETS[accel].for_techniques(techniques_of(workload.technique))
+    hardware = accelerator_for(PRESETS[accel], techniques_of(workload.technique))
     result = run_simulation(workload, hardware)
     console.print(layer_table(result))
     offered = ", ".join(PRESETS[accel].extensions_on) or "none"

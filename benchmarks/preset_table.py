@@ -22,7 +22,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from backend.specs.accelerator import PRESETS, AcceleratorConfig, techniques_of
+from backend.specs.accelerator import PRESETS, AcceleratorConfig
+from backend.specs.techniques import accelerator_for, techniques_of
 from backend.specs.training import (
     AdaGPParams,
     BaselineParams,
@@ -83,8 +84,8 @@ def main() -> None:
         rows = [header]
         for name, result in trained.items():
             for preset_name, preset in PRESETS.items():
-                plain = preset.for_techniques(frozenset())
-                hardware = preset.for_techniques(techniques_of(result.workload.technique))
+                plain = preset.with_extensions(frozenset())
+                hardware = accelerator_for(preset, techniques_of(result.workload.technique))
                 base = simulate(baseline.workload, plain).totals
                 run = simulate(result.workload, hardware).totals
                 rows.append((

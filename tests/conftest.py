@@ -137,6 +137,11 @@ def wait_for_http(
     raise AssertionError(f"{url} did not answer 200 within {timeout}s: {last_error}")
 
 
+def repo_pythonpath() -> str:
+    """PYTHONPATH for a child process that must import this checkout's modules, tests included."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
 def orrery_env(**overrides: str) -> dict[str, str]:
     """The test process's environment without any ORRERY_ setting, plus the given ones."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORRERY_")}

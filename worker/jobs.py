@@ -36,7 +36,8 @@ from backend.experiments.service import TERMINAL, refresh_experiment_status
 from backend.leases import LeaseTerms, exhausted_reason, fail_training, lease_expired
 from backend.settings import Settings
 from backend.specs.accelerator import AcceleratorConfig
-from backend.specs.training import TrainingConfig, parse_techniques
+from backend.specs.techniques import parse_techniques
+from backend.specs.training import TrainingConfig
 from worker.sim import SimulationResult, Workload, simulate_many
 from worker.training import Progress, TrainingCancelled, run_training
 

@@ -11,8 +11,10 @@ from fastapi import APIRouter, FastAPI, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from backend.api.schemas import TechniqueOut
 from backend.api.security import CurrentUser
 from backend.specs.accelerator import PRESETS
+from backend.specs.techniques import TECHNIQUES
 
 FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
 PAGES_DIR = FRONTEND_DIR / "pages"
@@ -105,6 +107,21 @@ def plotly_js() -> FileResponse:
 def accelerator_presets(_user: CurrentUser) -> dict[str, dict[str, Any]]:
     """The accelerator presets an experiment may name, in full (for the submit form)."""
     return {name: preset.model_dump() for name, preset in PRESETS.items()}
+
+
+@router.get("/api/v1/techniques", response_model=list[TechniqueOut], tags=["specs"])
+def techniques() -> list[TechniqueOut]:
+    """The techniques a spec may name, in the technique table's order (baseline first). Public,
+    like the OpenAPI schema whose parameter models it points into."""
+    return [
+        TechniqueOut(
+            name=entry.name,
+            label=entry.label,
+            params_schema=entry.params_model.__name__,
+            hardware_extension=entry.hardware_extension,
+        )
+        for entry in TECHNIQUES
+    ]
 
 
 def mount_static(app: FastAPI) -> None:

@@ -11,12 +11,13 @@ nested JSON export; the flat columns are what spreadsheets and data frames read.
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Any
 
 from backend.analysis.groups import run_group_key
 from backend.db.models import Run
 from backend.specs.accelerator import AcceleratorConfig
-from backend.specs.training import AnyTechnique, TrainingConfig
+from backend.specs.techniques import TECHNIQUES
+from backend.specs.training import TrainingConfig
 
 RUN_COLUMNS = [
     "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
@@ -40,8 +41,8 @@ def _leaves(data: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 def _technique_columns() -> list[str]:
     columns = []
-    for model in get_args(AnyTechnique):
-        defaults = model().model_dump()
+    for entry in TECHNIQUES:
+        defaults = entry.params_model().model_dump()
         name = defaults.pop("name")
         columns += list(_leaves(defaults, f"{name}."))
     return columns

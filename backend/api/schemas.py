@@ -215,3 +215,16 @@ class ParetoPoint(BaseModel):
     energy_pj: float
     on_front_2d: bool = Field(description="undominated in (speedup up, accuracy drop down)")
     on_front_3d: bool = Field(description="undominated also counting energy (down)")
+
+
+class TechniqueOut(BaseModel):
+    """One technique of the technique table, as the submit form and the charts read it."""
+
+    name: str = Field(description="the technique's `name` in a spec, e.g. 'mercury'")
+    label: str = Field(description="its name for people, e.g. 'MERCURY'")
+    params_schema: str = Field(
+        description="the OpenAPI component of its knobs (components.schemas), e.g. 'MercuryParams'"
+    )
+    hardware_extension: str | None = Field(
+        description="the accelerator extension its runs switch on (None: it needs none)"
+    )

@@ -29,23 +29,15 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.experiment import BaselineHardware, ExperimentSpec, Scalar, SweepAxis
 from backend.specs.recipes import resolve_recipe
-from backend.specs.training import (
+from backend.specs.techniques import (
+    BY_NAME,
     TECHNIQUE_NAMES,
-    AdaGPParams,
-    BaselineParams,
-    MercuryParams,
-    SparseTrainParams,
     TechniqueParams,
-    TrainingConfig,
+    accelerator_for,
     technique_label,
 )
+from backend.specs.training import BaselineParams, TrainingConfig
 
-_TECHNIQUE_MODELS: dict[str, type[BaseModel]] = {
-    "baseline": BaselineParams,
-    "mercury": MercuryParams,
-    "adagp": AdaGPParams,
-    "sparsetrain": SparseTrainParams,
-}
 _technique_adapter: TypeAdapter[Any] = TypeAdapter(TechniqueParams)
 
 
@@ -80,19 +72,19 @@ class RunPlan:
 
 # What a 'same' baseline keeps of its accelerator: the dense training gets the natural
 # sparsity (ReLU, pooling) that any zero-skipping array exploits, and nothing else.
-SAME_BASELINE_TECHNIQUES = frozenset({"sparsetrain"})
+SAME_BASELINE_EXTENSIONS = frozenset({"zero_skipping"})
 
 
 def hardware_for(accelerator: dict[str, Any], techniques: set[str]) -> dict[str, Any]:
     """The accelerator with only the extensions these techniques use (if it has them) on."""
-    config = AcceleratorConfig.model_validate(accelerator).for_techniques(frozenset(techniques))
-    return config.model_dump()
+    return accelerator_for(AcceleratorConfig.model_validate(accelerator), techniques).model_dump()
 
 
 def baseline_hardware_for(accelerator: dict[str, Any], kind: BaselineHardware) -> dict[str, Any]:
     """The accelerator a baseline runs on: every extension off ('dense'), or only
     zero-skipping left as the accelerator has it ('same')."""
-    return hardware_for(accelerator, set(SAME_BASELINE_TECHNIQUES) if kind == "same" else set())
+    extensions = SAME_BASELINE_EXTENSIONS if kind == "same" else frozenset()
+    return AcceleratorConfig.model_validate(accelerator).with_extensions(extensions).model_dump()
 
 
 @dataclass
@@ -177,7 +169,7 @@ def _validate_paths(spec: ExperimentSpec) -> None:
         elif head == "accelerator":
             fields = AcceleratorConfig.model_fields
         elif head in TECHNIQUE_NAMES:
-            fields = _TECHNIQUE_MODELS[head].model_fields
+            fields = BY_NAME[head].params_model.model_fields
         else:
             raise ExpansionError(
                 loc,

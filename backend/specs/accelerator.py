@@ -3,10 +3,12 @@
 This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
 nothing but pydantic. Every field is a design-space dimension a user may sweep.
 
-An accelerator's extensions (`mercury`, `zero_skipping`, `gradient_predictor`) say what hardware
-it offers. The simulator takes a config literally and its result lists the extensions that were
-on; an experiment's run switches on only those its techniques use (`for_techniques`), so a
-baseline runs on the plain array. The presets below offer their extensions the same way.
+An accelerator's extensions (`mercury`, `zero_skipping`, `gradient_predictor`: its fields of
+type `HardwareExtension`) say what hardware it offers. The simulator takes a config literally and
+its result lists the extensions that were on; an experiment's run switches on only those its
+techniques use (`with_extensions`; which technique uses which is the technique table's,
+backend/specs/techniques.py), so a baseline runs on the plain array. The presets below offer
+their extensions the same way.
 
 Presets (PRESETS): edge, tpu-like and eyeriss-like are generic arrays that offer every extension
 (a run switches on those its techniques use). Each paper's accelerator offers only its own.
@@ -39,6 +41,7 @@ adagp-like (ADA-GP, MICRO 2023):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -72,7 +75,13 @@ class EnergyTable(_Spec):
     int_mult: float = Field(3.1, ge=0, description="pJ per 32-bit integer multiply")
 
 
-class MercuryHardware(_Spec):
+class HardwareExtension(_Spec):
+    """Hardware beside the array that a technique uses; `enabled`: the accelerator has it."""
+
+    enabled: bool = Field(True, description="whether the accelerator has this extension")
+
+
+class MercuryHardware(HardwareExtension):
     """The MCACHE that stores signatures with their computed results, and how signatures are made.
 
     The MCACHE's geometry (entries, ways) decides which vectors hit, and hits change the trained
@@ -110,13 +119,13 @@ class MercuryHardware(_Spec):
 RETIRED_MERCURY_FIELDS = frozenset({"mcache_entries", "mcache_ways"})
 
 
-class ZeroSkipping(_Spec):
+class ZeroSkipping(HardwareExtension):
     """A sparsity-aware dataflow that skips MACs whose streamed operand is zero."""
 
     enabled: bool = Field(True, description="whether PEs skip zero operands")
 
 
-class GradientPredictorUnit(_Spec):
+class GradientPredictorUnit(HardwareExtension):
     """The ADA-GP extension: a small unit that runs the gradient predictors."""
 
     enabled: bool = Field(True, description="whether the accelerator has a predictor unit")
@@ -186,29 +195,22 @@ class AcceleratorConfig(_Spec):
         """The extensions this config has switched on, by field name."""
         return tuple(name for name in EXTENSIONS if getattr(self, name).enabled)
 
-    def for_techniques(self, techniques: set[str] | frozenset[str]) -> AcceleratorConfig:
-        """This accelerator with only the extensions these techniques use (where it offers them)
-        switched on: the hardware a run of those techniques is simulated on."""
+    def with_extensions(self, extensions: Collection[str]) -> AcceleratorConfig:
+        """This accelerator with only these extensions switched on (where it offers them)."""
         update = {
-            extension: getattr(self, extension).model_copy(
-                update={"enabled": getattr(self, extension).enabled and technique in techniques}
+            name: getattr(self, name).model_copy(
+                update={"enabled": getattr(self, name).enabled and name in extensions}
             )
-            for technique, extension in EXTENSION_OF_TECHNIQUE.items()
+            for name in EXTENSIONS
         }
         return self.model_copy(update=update)
 
 
-EXTENSION_OF_TECHNIQUE = {
-    "mercury": "mercury",
-    "sparsetrain": "zero_skipping",
-    "adagp": "gradient_predictor",
-}
-EXTENSIONS = tuple(EXTENSION_OF_TECHNIQUE.values())
-
-
-def techniques_of(label: str) -> frozenset[str]:
-    """{'mercury', 'sparsetrain'} from a workload's technique label 'mercury+sparsetrain'."""
-    return frozenset(name for name in label.split("+") if name and name != "baseline")
+EXTENSIONS: tuple[str, ...] = tuple(
+    name
+    for name, info in AcceleratorConfig.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, HardwareExtension)
+)
 
 
 def _paper_accelerator(**fields: Any) -> AcceleratorConfig:
@@ -223,12 +225,9 @@ def _paper_accelerator(**fields: Any) -> AcceleratorConfig:
         "ofmap_sram_kib": 64,
         "dram_bandwidth": 8.0,
         "clock_mhz": 500.0,
-        "mercury": MercuryHardware(enabled=False),
-        "zero_skipping": ZeroSkipping(enabled=False),
-        "gradient_predictor": GradientPredictorUnit(enabled=False),
         "conv_operand_traffic": "tensor",
     }
-    return AcceleratorConfig(**(base | fields))
+    return AcceleratorConfig(**(base | fields)).with_extensions(fields.keys() & set(EXTENSIONS))
 
 
 # Every preset forms convolution windows on chip (conv_operand_traffic="tensor"):

@@ -23,7 +23,8 @@ from pydantic import (
 )
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
-from backend.specs.training import TechniqueParams, TrainingConfig
+from backend.specs.techniques import TechniqueParams
+from backend.specs.training import TrainingConfig
 
 Scalar = float | int | str | bool
 BaselineHardware = Literal["dense", "same"]

@@ -1,15 +1,17 @@
-"""What a training is: the model, the data, the optimiser and the acceleration techniques.
+"""What a training is: the model, the data, the optimiser, and the built-in techniques' knobs.
 
 Shared by the API (validation, OpenAPI docs), the CLI and the worker's training engine. Every
 technique knob has the default documented in the papers' notes; a user may sweep any of them.
+The parameter models are registered in the technique table (backend/specs/techniques.py), which
+builds the spec's union of them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.specs.recipes import LrSchedule
 
@@ -239,24 +241,3 @@ class SparseTrainParams(_Spec):
         0.9, ge=0, lt=1, description="target pruning rate p (not the realised sparsity)"
     )
     excluded_layers: list[str] = Field(default_factory=list, description="layers never pruned")
-
-
-AnyTechnique = BaselineParams | MercuryParams | AdaGPParams | SparseTrainParams
-TechniqueParams = Annotated[AnyTechnique, Field(discriminator="name")]
-TECHNIQUE_NAMES: tuple[str, ...] = ("baseline", "mercury", "adagp", "sparsetrain")
-
-
-def technique_label(
-    techniques: list[BaselineParams | MercuryParams | AdaGPParams | SparseTrainParams],
-) -> str:
-    """'mercury+sparsetrain' for a composed run, 'baseline' for none."""
-    names = sorted({t.name for t in techniques if t.name != "baseline"})
-    return "+".join(names) if names else "baseline"
-
-
-_technique_list: TypeAdapter[list[AnyTechnique]] = TypeAdapter(list[TechniqueParams])
-
-
-def parse_techniques(data: list[dict[str, Any]]) -> list[AnyTechnique]:
-    """Technique params from their stored JSON form."""
-    return _technique_list.validate_python(data)

@@ -2,8 +2,6 @@
 
 import { el } from "./format.js";
 
-const TECHNIQUES = ["mercury", "adagp", "sparsetrain", "baseline"];
-
 export function clearErrors(form, box) {
   for (const node of form.querySelectorAll(".error")) node.textContent = "";
   for (const node of form.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
@@ -15,7 +13,7 @@ export function pathsFor(loc, context) {
   const parts = loc.filter((part) => part !== "body");
   const [head, ...rest] = parts;
   if (head === "techniques") {
-    const index = rest.findIndex((part) => TECHNIQUES.includes(part));
+    const index = rest.findIndex((part) => context.techniques.includes(part));
     const name = index >= 0 ? rest[index] : context.techniqueNames[rest[0]];
     const field = index >= 0 ? rest[index + 1] : undefined;
     return [field !== undefined && name ? `technique.${name}.${field}` : null, name ? `technique.${name}` : null, "techniques"];

@@ -1,20 +1,39 @@
 """Through the browser: submit a tiny experiment, watch it finish, compare its runs, save a
-dashboard, and open its read-only link in a fresh browser context."""
+dashboard, and open its read-only link in a fresh browser context.
+
+This module's server also registers a test technique (tests/techniques/toy.py, through
+ORRERY_TECHNIQUE_MODULES): the form offers it, knobs and sweep paths included, with no change to
+the frontend, because the form reads the server's technique table."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page
 
-from tests.browser.conftest import ConsoleLog, Server
+from tests.browser.conftest import ConsoleLog, Server, serving
+from tests.conftest import orrery_env, repo_pythonpath
 
 pytestmark = pytest.mark.browser
 
 CHARTS = ["pareto", "cycles", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
 EXPECTED_422 = "the server responded with a status of 422"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    data_dir = tmp_path_factory.mktemp("orrery-data")
+    env = orrery_env(
+        ORRERY_DATA_DIR=str(data_dir),
+        ORRERY_WORKER_CONCURRENCY="1",
+        ORRERY_TECHNIQUE_MODULES="tests.techniques.toy",
+        PYTHONPATH=repo_pythonpath(),
+    )
+    with serving(data_dir, env) as server:
+        yield server
 
 
 def wait_for_charts(page: Page, count: int) -> None:
@@ -60,6 +79,34 @@ def fill_tiny_experiment(page: Page) -> None:
     page.get_by_label("Values").fill("8, 16")
 
 
+def check_offered_techniques(page: Page, screenshots: Path) -> None:
+    """The form offers the server's techniques but the baseline, in its order, each with its
+    knobs; the toy one is accepted by the server's preview and offered as a sweep path."""
+    techniques = page.evaluate("() => fetch('/api/v1/techniques').then(r => r.json())")
+    labels = page.locator('input[name="technique"]').evaluate_all(
+        'boxes => boxes.map(b => document.querySelector(`label[for="${b.id}"]`).textContent)'
+    )
+    assert labels == [t["label"] for t in techniques if t["name"] != "baseline"]
+    assert labels[-1] == "Toy"
+    sweep_paths = page.locator("#sweep-paths option").evaluate_all("os => os.map(o => o.value)")
+    assert "toy.strength" in sweep_paths
+    toy = page.get_by_label("Toy", exact=True)
+    toy.check()
+    knobs = page.locator('fieldset[data-path="technique.toy"]')
+    assert knobs.get_by_label("Strength", exact=True).input_value() == "0.5"
+    page.wait_for_function(
+        "() => document.getElementById('preview').textContent.startsWith('4 runs')"
+    )
+    assert "name: toy" in page.locator("#spec-text").inner_text()
+    page.locator('fieldset[data-path="techniques"]').screenshot(
+        path=screenshots / "01-submit-techniques.png"
+    )
+    toy.uncheck()
+    page.wait_for_function(
+        "() => document.getElementById('preview').textContent.startsWith('3 runs')"
+    )
+
+
 def check_validation_messages(page: Page, console: ConsoleLog) -> None:
     """A browser-side check and a server 422, each shown beside its field."""
     epochs = page.get_by_label("Epochs", exact=True)
@@ -103,6 +150,7 @@ def test_submit_watch_compare_save_and_share(
     )
     spec_text = page.locator("#spec-text").inner_text()
     assert "signature_bits" in spec_text and "mlp" in spec_text
+    check_offered_techniques(page, screenshots)
     check_validation_messages(page, console)
     page.screenshot(path=screenshots / "01-submit-form.png", full_page=True)
     page.get_by_role("button", name="Submit experiment").click()
@@ -177,7 +225,10 @@ def test_submit_watch_compare_save_and_share(
     check_text_block(shared)
     assert shared.locator("#title").inner_text() == "tiny sweep"
     assert shared.locator("form, nav, a[href='/submit']").count() == 0
-    assert api_calls and all("/api/v1/shared/" in url for url in api_calls), api_calls
+    # The shared endpoint, and the public technique table for the charts' colours.
+    assert api_calls and all(
+        "/api/v1/shared/" in url or url.endswith("/api/v1/techniques") for url in api_calls
+    ), api_calls
     shared.screenshot(path=screenshots / "07-shared-dashboard.png", full_page=True)
     viewer.close()
 

@@ -30,7 +30,7 @@ def test_paper_miniatures_state_every_knob_and_use_the_papers_preset(paper: str)
     from pydantic import TypeAdapter
 
     from backend.specs.recipes import RECIPE_FIELDS
-    from backend.specs.training import TechniqueParams
+    from backend.specs.techniques import TechniqueParams
 
     for path in (FOLDER / "papers" / f"{paper}.yaml", FOLDER / "papers" / "full" / f"{paper}.yaml"):
         data = yaml.safe_load(path.read_text())

@@ -20,7 +20,8 @@ from backend.db.session import session_scope
 from backend.leases import LeaseTerms
 from backend.reconcile import reconcile_once
 from backend.settings import Settings
-from backend.specs.training import TrainingConfig, parse_techniques
+from backend.specs.techniques import parse_techniques
+from backend.specs.training import TrainingConfig
 from tests.pipeline.conftest import TINY_TRAINING
 from worker.jobs import TrainingLease, claim_training, run_training_job, store_results
 from worker.training import run_training

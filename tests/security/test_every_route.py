@@ -1,5 +1,6 @@
 """Every route of the OpenAPI schema, walked: anonymous requests are refused (except health,
-login and share links), and nobody reaches another user's objects (no IDOR; 404, no leak).
+login, share links and the technique table, which only describes the public schema), and nobody
+reaches another user's objects (no IDOR; 404, no leak).
 
 A new route with a path parameter or body this table does not know fails the test, so each
 route that lands is audited here.
@@ -21,6 +22,7 @@ PUBLIC = {
     ("GET", "/api/v1/health"),
     ("POST", "/api/v1/auth/login"),
     ("GET", "/api/v1/shared/{token}"),
+    ("GET", "/api/v1/techniques"),
 }
 # Streams until the experiment finishes; its refusals are checked, not its stream.
 STREAMING = {("GET", "/api/v1/experiments/{experiment_id}/events")}

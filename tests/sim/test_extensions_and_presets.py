@@ -16,6 +16,7 @@ from backend.specs.accelerator import (
     AcceleratorConfig,
     MercuryHardware,
 )
+from backend.specs.techniques import accelerator_for
 from tests.sim.strategies import accelerators, dims
 from worker.sim import GemmOp, TrainingPass, Workload, simulate
 from worker.sim.lowering import lower_conv2d
@@ -173,7 +174,7 @@ def _conv_with_gradient_density(density: float, seed: int = 0) -> list[GemmOp]:
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_a_sparser_gradient_costs_fewer_cycles_where_the_hardware_skips_zeros(preset) -> None:
-    hardware = PRESETS[preset].for_techniques({"sparsetrain"})
+    hardware = accelerator_for(PRESETS[preset], {"sparsetrain"})
     dense = simulate(_workload(*_conv_with_gradient_density(1.0)), hardware).layers
     sparse = simulate(_workload(*_conv_with_gradient_density(0.1)), hardware).layers
     for before, after in zip(dense[1:], sparse[1:], strict=True):  # BWD-DATA, BWD-WEIGHT
@@ -202,7 +203,7 @@ def test_presets_offer_their_papers_extensions_and_the_generic_ones_offer_all() 
 
 def test_results_say_which_extensions_were_on() -> None:
     op = GemmOp(layer="l", pass_=TrainingPass.FWD, m=8, k=8, n=8, executions=1)
-    plain = PRESETS["edge"].for_techniques(frozenset())
+    plain = PRESETS["edge"].with_extensions(frozenset())
     assert simulate(_workload(op), plain).extensions == ()
     result = simulate(_workload(op), PRESETS["mercury-like"])
     assert result.extensions == ("mercury",)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from backend.specs.training import BaselineParams
 from worker.training.technique import Technique
 
 
 class Baseline(Technique):
     name = "baseline"
+
+    def __init__(self, params: BaselineParams) -> None:
+        self.params = params

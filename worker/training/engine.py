@@ -17,11 +17,13 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from pydantic import BaseModel
 from torch import Tensor, nn
 
 from backend.settings import get_settings
 from backend.specs.recipes import resolve_recipe
-from backend.specs.training import TrainingConfig, dataset_folder, technique_label
+from backend.specs.techniques import technique_label
+from backend.specs.training import TrainingConfig, dataset_folder
 from worker.sim.workload import Workload
 from worker.training.datasets import Dataset, load_dataset
 from worker.training.errors import TrainingCancelled
@@ -29,7 +31,7 @@ from worker.training.hook_chain import HookChain
 from worker.training.layers import GemmLayer, attach_hooks, instrument, mark_classifier
 from worker.training.models import build_model
 from worker.training.recorder import MEASURE_EVERY, WorkloadRecorder
-from worker.training.registry import AnyParams, build_techniques
+from worker.training.registry import build_techniques
 from worker.training.results import EpochMetrics, Progress, TrainingResult
 from worker.training.technique import Step, Technique, WorkloadOps
 
@@ -118,7 +120,7 @@ def _dataset_folder(config: TrainingConfig) -> str | None:
 class _Run:
     """One training's state: model, data, techniques and the recorder wired together."""
 
-    def __init__(self, config: TrainingConfig, params: list[AnyParams]) -> None:
+    def __init__(self, config: TrainingConfig, params: list[BaseModel]) -> None:
         self.config = config
         self.data: Dataset = load_dataset(
             config.dataset, _dataset_folder(config), config.train_samples, config.test_samples
@@ -176,7 +178,7 @@ class _Run:
 
 def run_training(
     config: TrainingConfig,
-    techniques: list[AnyParams],
+    techniques: list[BaseModel],
     progress: Callable[[Progress], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
 ) -> TrainingResult:

@@ -1,36 +1,43 @@
-"""Turn the API's technique parameters into technique objects."""
+"""Turn the API's technique parameters into technique objects.
+
+Each technique's training hook is the class its entry in the technique table names by import
+path (backend/specs/techniques.py), imported here on first use: only the worker imports torch.
+"""
 
 from __future__ import annotations
 
-from backend.specs.training import AdaGPParams, BaselineParams, MercuryParams, SparseTrainParams
-from worker.training.baseline import Baseline
+import importlib
+from functools import cache
+
+from pydantic import BaseModel
+
+from backend.specs.techniques import BY_NAME
 from worker.training.technique import Technique
 
-AnyParams = BaselineParams | MercuryParams | AdaGPParams | SparseTrainParams
+
+@cache
+def training_hook(path: str) -> type[Technique]:
+    """The class a 'module:Class' import path names."""
+    module, _, attribute = path.partition(":")
+    hook = getattr(importlib.import_module(module), attribute)
+    if not (isinstance(hook, type) and issubclass(hook, Technique)):
+        raise TypeError(f"training hook '{path}' is not a Technique subclass")
+    return hook
 
 
-def build_technique(params: AnyParams) -> Technique:
-    if isinstance(params, BaselineParams):
-        return Baseline()
-    if isinstance(params, MercuryParams):
-        from worker.training.mercury import Mercury
-
-        return Mercury(params)
-    if isinstance(params, AdaGPParams):
-        from worker.training.adagp import AdaGP
-
-        return AdaGP(params)
-    if isinstance(params, SparseTrainParams):
-        from worker.training.sparsetrain import SparseTrain
-
-        return SparseTrain(params)
-    raise TypeError(f"unknown technique parameters {type(params).__name__}")
+def build_technique(params: BaseModel) -> Technique:
+    """The technique object for these parameters, built by the hook its table entry names."""
+    name = params.name  # type: ignore[attr-defined]
+    entry = BY_NAME.get(name)
+    if entry is None or not isinstance(params, entry.params_model):
+        raise TypeError(f"unknown technique parameters {type(params).__name__}")
+    return training_hook(entry.training_hook)(params)  # type: ignore[call-arg]
 
 
-def build_techniques(params: list[AnyParams]) -> list[Technique]:
+def build_techniques(params: list[BaseModel]) -> list[Technique]:
     """One object per named technique (each at most once); baseline alone adds nothing."""
-    names = [p.name for p in params if p.name != "baseline"]
+    names = [p.name for p in params if p.name != "baseline"]  # type: ignore[attr-defined]
     duplicates = {name for name in names if names.count(name) > 1}
     if duplicates:
         raise ValueError(f"technique given twice: {', '.join(sorted(duplicates))}")
-    return [build_technique(p) for p in params if p.name != "baseline"]
+    return [build_technique(p) for p in params if p.name != "baseline"]  # type: ignore[attr-defined]

@@ -1,16 +1,20 @@
 // What every chart shares: colours per technique, a base layout, and the "nothing to show" figure.
 
 import { runLabel } from "../format.js";
+import { techniqueCount, techniqueIndex } from "../techniques.js";
 
 const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac", "#eeca3b"];
-const TECHNIQUE_ORDER = ["baseline", "mercury", "adagp", "sparsetrain"];
+// The server's techniques take the first colours in table order (loadTechniques() before drawing);
+// composed labels share the rest, at least three of them, by a hash of the label.
+const SHARED_COLOURS = 3;
 
 export function techniqueColor(technique) {
-  const index = TECHNIQUE_ORDER.indexOf(technique);
-  if (index >= 0) return PALETTE[index];
+  const reserved = Math.min(techniqueCount(), PALETTE.length - SHARED_COLOURS);
+  const index = techniqueIndex(technique);
+  if (index >= 0 && index < reserved) return PALETTE[index];
   let hash = 0;
   for (const char of technique) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
-  return PALETTE[4 + (hash % (PALETTE.length - 4))];
+  return PALETTE[reserved + (hash % (PALETTE.length - reserved))];
 }
 
 export function colorAt(index) {

@@ -6,6 +6,7 @@ import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent } from "../format.js";
 import { statusCell } from "../run-table.js";
+import { loadTechniques } from "../techniques.js";
 
 const runId = Number(location.pathname.split("/").pop());
 const errors = document.getElementById("page-errors");
@@ -145,6 +146,7 @@ async function main() {
     renderSpec(run);
     renderLayers(run);
     renderLayerEpochs(run);
+    await loadTechniques().catch(() => null); // only the colours need it
     const figure = curves.build([run]);
     Plotly.newPlot("curves", figure.data, figure.layout, { responsive: true, displaylogo: false });
   } catch (error) {

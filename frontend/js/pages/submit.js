@@ -8,18 +8,15 @@ import { fill, objectFields, readAll, readChanged } from "../schema-fields.js";
 import { clearErrors, showErrors } from "../spec-errors.js";
 import { specText } from "../spec-text.js";
 import { readSweep, sweepRow } from "../sweep-rows.js";
+import { loadTechniques } from "../techniques.js";
 
-const TECHNIQUES = [
-  ["mercury", "MERCURY", "MercuryParams"],
-  ["adagp", "ADA-GP", "AdaGPParams"],
-  ["sparsetrain", "SparseTrain", "SparseTrainParams"],
-];
 const $ = (id) => document.getElementById(id);
 const form = $("spec-form");
 const errorBox = $("form-errors");
 let schemas = null;
 let presets = {};
-let context = { techniqueNames: [], acceleratorFields: [] };
+let offered = []; // the server's techniques but the baseline every technique runs against
+let context = { techniques: [], techniqueNames: [], acceleratorFields: [] };
 
 function textField(path, label, attrs = {}, hint = "") {
   const id = `f-${path}`;
@@ -53,15 +50,15 @@ function trainingSection() {
 }
 
 function techniquesSection() {
-  const blocks = TECHNIQUES.map(([name, title, schemaName]) => {
-    const box = el("input", { type: "checkbox", id: `use-${name}`, name: "technique", value: name, checked: name === "mercury" });
-    const params = el("fieldset", { dataset: { path: `technique.${name}` } }, el("legend", { text: `${title} knobs` }),
+  const blocks = offered.map(({ name, label, params_schema: schemaName }, index) => {
+    const box = el("input", { type: "checkbox", id: `use-${name}`, name: "technique", value: name, checked: index === 0 });
+    const params = el("fieldset", { dataset: { path: `technique.${name}` } }, el("legend", { text: `${label} knobs` }),
       el("p", { class: "hint", text: schemas[schemaName].description }),
       objectFields(schemas, schemaName, `technique.${name}`, { skip: ["name"] }));
     const show = () => { params.hidden = !box.checked; };
     box.addEventListener("change", show);
     show();
-    return el("div", { class: "technique" }, el("div", { class: "field check" }, box, el("label", { for: `use-${name}`, text: title })), params);
+    return el("div", { class: "technique" }, el("div", { class: "field check" }, box, el("label", { for: `use-${name}`, text: label })), params);
   });
   return el("fieldset", { dataset: { path: "techniques" } }, el("legend", { text: "Techniques" }),
     el("p", { class: "hint", text: "Each checked technique runs against a plain baseline; its knobs start at their defaults." }),
@@ -99,7 +96,7 @@ function sweepPaths() {
   };
   add("training", "TrainingConfig");
   add("accelerator", "AcceleratorConfig");
-  for (const [name, , schemaName] of TECHNIQUES) add(name, schemaName);
+  for (const { name, params_schema: schemaName } of offered) add(name, schemaName);
   return paths;
 }
 
@@ -227,7 +224,7 @@ function loadSpec(spec) {
   fill(form, "training", spec.training || {});
   const sets = spec.techniques || [];
   const single = sets.filter((set) => !Array.isArray(set));
-  for (const [name] of TECHNIQUES) {
+  for (const { name } of offered) {
     const params = single.find((t) => t.name === name);
     const box = $(`use-${name}`);
     box.checked = Boolean(params);
@@ -258,7 +255,10 @@ function loadSpec(spec) {
 }
 
 async function main() {
-  [schemas, presets] = await Promise.all([loadSchemas(), getJson(`${API}/accelerator-presets`)]);
+  let techniques;
+  [schemas, presets, techniques] = await Promise.all([loadSchemas(), getJson(`${API}/accelerator-presets`), loadTechniques()]);
+  offered = techniques.filter((technique) => technique.name !== "baseline");
+  context.techniques = techniques.map((technique) => technique.name);
   context.acceleratorFields = Object.keys(schemas.AcceleratorConfig.properties);
   $("form-body").replaceChildren(experimentSection(), trainingSection(), techniquesSection(), acceleratorsSection(), sweepSection());
   form.addEventListener("input", refresh);

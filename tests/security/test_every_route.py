@@ -19,7 +19,7 @@ from sqlalchemy import update
 from backend.db.models import Run
 from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.security.conftest import PASSWORD, World, spec
+from tests.security.conftest import PASSWORD, Person, World, spec
 
 PUBLIC = {
     ("GET", "/api/v1/health"),
@@ -272,3 +272,17 @@ def test_retry_needs_an_editor_of_the_run(
     assert client.post(retry, headers=world.victor.auth).status_code == 403
     retried = client.post(retry, headers=world.carol.auth)
     assert retried.status_code == 200 and retried.json()["attempt"] == 2
+
+
+def test_papers_count_only_the_miniatures_you_may_see(client: TestClient, world: World) -> None:
+    papers = client.get("/api/v1/papers", headers=world.alice.auth).json()
+    adagp = next(paper for paper in papers if paper["key"] == "adagp")
+    made = client.post("/api/v1/experiments", json=adagp["miniature"], headers=world.alice.auth)
+    assert made.status_code == 201, made.text
+
+    def experiments_of(person: Person) -> list[int]:
+        answer = client.get("/api/v1/papers", headers=person.auth).json()
+        return next(paper for paper in answer if paper["key"] == "adagp")["experiment_ids"]
+
+    assert experiments_of(world.alice) == [made.json()["id"]]
+    assert experiments_of(world.bob) == []

@@ -13,9 +13,9 @@ from backend.db.session import session_scope
 from backend.settings import Settings
 
 
-def finish_runs(settings: Settings, experiment_id: int) -> None:
+def finish_runs(database_url: str, experiment_id: int) -> None:
     """Stored results without training: each seed a little different, so intervals exist."""
-    with session_scope(settings.effective_database_url) as db:
+    with session_scope(database_url) as db:
         for run in db.scalars(select(Run).where(Run.experiment_id == experiment_id)):
             speedup = 1.0 if run.is_baseline else 1.5 + 0.1 * run.seed
             db.execute(
@@ -49,7 +49,7 @@ def test_papers_show_headlines_and_only_the_miniatures_results(
     edited = {**miniature_spec("mercury"), "seeds": [0, 1]}
     copy = api.post("/api/v1/experiments", json=edited).json()
     for experiment in (miniature, copy):
-        finish_runs(pg_settings, experiment["id"])
+        finish_runs(pg_settings.effective_database_url, experiment["id"])
 
     mercury = {paper["key"]: paper for paper in api.get("/api/v1/papers").json()}["mercury"]
     assert mercury["experiment_ids"] == [miniature["id"]]

@@ -28,10 +28,10 @@ function headlineRow(paper) {
   const { headline } = paper;
   return el("tr", { class: "headline-row" },
     el("th", { scope: "row", text: `Paper (${paper.venue})` }),
-    el("td", { class: "muted", text: "its own networks" }),
+    el("td", { class: "num muted", text: "its own networks" }),
     el("td", { class: "num", text: times[0](headline.speedup) }),
     el("td", { class: "num", text: headline.energy_ratio === null ? "not reported" : ratio[0](headline.energy_ratio) }),
-    el("td", { text: headline.accuracy }));
+    el("td", { class: "num", text: headline.accuracy }));
 }
 
 function groupRow(group) {
@@ -47,7 +47,8 @@ function groupRow(group) {
 }
 
 function resultsTable(paper) {
-  const head = el("tr", {}, ["", "Seeds done", "Speedup", "Energy ratio", "Accuracy (Δ to baseline)"].map((h) => el("th", { scope: "col", text: h })));
+  const head = el("tr", {}, ["", "Seeds done", "Speedup", "Energy ratio", "Accuracy (Δ to baseline)"]
+    .map((h, i) => el("th", { scope: "col", class: i ? "num" : undefined, text: h })));
   const rows = [headlineRow(paper), ...paper.groups.map(groupRow)];
   return el("table", { class: "data paper-results", "aria-label": `${paper.title}: paper and ours` },
     el("thead", {}, head), el("tbody", {}, rows));

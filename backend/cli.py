@@ -344,6 +344,11 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
     rows = {
         "experiment": str(run["experiment_id"]),
         "status": run["status"] + (f": {run['error']}" if run["error"] else ""),
+        "attempt": str(run.get("attempt", 1))
+        + "".join(
+            f"; attempt {a['attempt']} {a['status']}" + (f": {a['error']}" if a["error"] else "")
+            for a in run.get("attempts", [])
+        ),
         "model / data": f"{run['model']} on {run['dataset']}, seed {run['seed']}",
         "training": json.dumps(run["training_config"], sort_keys=True),
         "techniques": json.dumps(run["technique_params"], sort_keys=True),
@@ -419,6 +424,22 @@ def cancel(
         print_json(answer)
     else:
         console.print(summary)
+
+
+@app.command()
+def retry(
+    run_id: Annotated[int, typer.Argument(help="a failed or cancelled run")],
+    as_json: Json = False,
+    url: ServerUrl = None,
+    token: Token = None,
+) -> None:
+    """Re-run a failed or cancelled run as its next attempt (the ended one is kept: `show`)."""
+    with _client(url, token) as client:
+        answer = _call(lambda: client.retry_run(run_id))
+    if as_json:
+        print_json(answer)
+    else:
+        console.print(f"run {answer['id']}: {answer['status']}, attempt {answer['attempt']}")
 
 
 @app.command()

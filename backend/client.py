@@ -87,6 +87,9 @@ class OrreryClient:
     def cancel_run(self, run_id: int) -> dict[str, Any]:
         return self._request("POST", f"/runs/{run_id}/cancel")
 
+    def retry_run(self, run_id: int) -> dict[str, Any]:
+        return self._request("POST", f"/runs/{run_id}/retry")
+
     def runs(self, **filters: Any) -> dict[str, Any]:
         return self._request("GET", "/runs", params=filters)
 

@@ -7,8 +7,10 @@ is conditional on the training still being `running` under its token. A training
 is older than the lease has lost its worker, whatever the reason (the worker was SIGKILLed or
 stopped, the broker lost its message, its database connection dropped): the reconciler takes it
 back, so that it is delivered again with a new task id (the next claim makes attempts + 1), or,
-once `max_attempts` deliveries have been claimed, fails it with the reason. A worker whose lease
-was taken back can no longer write, so a training's results are stored exactly once.
+once `max_attempts` deliveries have been claimed, fails it with the reason. A retry of a failed
+or cancelled run (`backend.experiments.retry`) adds one to `attempts` itself, superseding any
+delivery still holding an older token, and the limit counts the deliveries after it. A worker
+whose lease was taken back can no longer write, so a training's results are stored exactly once.
 
 Worker processes also beat, in `worker_heartbeats`, whether or not they train: that table is
 what the API shows as worker liveness (the embedded SQLite broker has no Celery remote control).
@@ -64,6 +66,11 @@ def lease_expired(terms: LeaseTerms, now: datetime | None = None):  # type: igno
     )
 
 
+def deliveries_since_retry():  # type: ignore[no-untyped-def]
+    """SQL expression: deliveries claimed since the training was last retried (or created)."""
+    return Training.attempts - Training.attempts_at_retry
+
+
 def exhausted_reason(attempts: int, terms: LeaseTerms) -> str:
     return (
         f"gave up after {attempts} attempts (limit {terms.max_attempts}): each time its worker "
@@ -111,14 +118,14 @@ def take_back_expired(db: Session, terms: LeaseTerms) -> TakenBack:
     """
     now = utcnow()
     expired = db.execute(
-        select(Training.id, Training.attempts, Training.experiment_id).where(
-            Training.status == "running", lease_expired(terms, now)
-        )
+        select(
+            Training.id, Training.attempts, deliveries_since_retry(), Training.experiment_id
+        ).where(Training.status == "running", lease_expired(terms, now))
     ).all()
     result = TakenBack()
-    for training_id, attempts, experiment_id in expired:
-        if attempts >= terms.max_attempts:
-            if fail_training(db, training_id, attempts, exhausted_reason(attempts, terms)):
+    for training_id, attempts, deliveries, experiment_id in expired:
+        if deliveries >= terms.max_attempts:
+            if fail_training(db, training_id, attempts, exhausted_reason(deliveries, terms)):
                 result.failed.append(training_id)
             continue
         requeued = db.execute(

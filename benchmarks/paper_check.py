@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import signal
 import socket
@@ -38,35 +37,23 @@ from typing import Any
 
 import httpx
 import yaml
-from scipy import stats
 
+from backend.analysis.groups import estimate
+from backend.analysis.papers import PAPERS, summary_line
 from backend.client import OrreryClient
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPERS = {
-    "mercury": "MERCURY (HPCA 2023): 1.97x average speedup, accuracy similar to the baseline",
-    "adagp": "ADA-GP (MICRO 2023): 1.47x average speedup, 34% less energy (ratio 0.66), "
-    "similar or higher accuracy",
-    "sparsetrain": "SparseTrain (DAC 2020): ~2.7x speedup, 2.2x energy efficiency "
-    "(energy ratio ~0.45), accuracy kept",
-}
 ACCURACY_TOLERANCE = 0.01  # "within 1 point"
 
 
-def interval(values: list[float]) -> tuple[float, float | None]:
-    """Mean and the half-width of its 95% Student-t confidence interval (None below 2)."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, None
-    sem = statistics.stdev(values) / math.sqrt(len(values))
-    return mean, float(stats.t.ppf(0.975, len(values) - 1)) * sem
-
-
 def fmt(values: list[float], pattern: str) -> str:
-    if not values:
+    """Mean ± the half-width of its 95% Student-t interval (the same statistics as the API's
+    seed groups); a single value has no interval."""
+    found = estimate(values)
+    if found is None:
         return "-"
-    mean, half = interval(values)
-    return pattern.format(mean) + ("" if half is None else " ± " + pattern.format(half))
+    half = None if found.ci_high is None else found.ci_high - found.mean
+    return pattern.format(found.mean) + ("" if half is None else " ± " + pattern.format(half))
 
 
 @contextlib.contextmanager
@@ -121,7 +108,7 @@ def experiment_runs(client: OrreryClient, spec: dict[str, Any], reuse: bool) -> 
 def report(paper: str, runs: list[dict]) -> None:
     by_id = {run["id"]: run for run in runs}
     failed = [run for run in runs if run["status"] != "done"]
-    print(f"\n{PAPERS[paper]}")
+    print(f"\n{summary_line(PAPERS[paper])}")
     if failed:
         print(f"  {len(failed)} run(s) did not finish: {[(r['id'], r['error']) for r in failed]}")
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)

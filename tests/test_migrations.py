@@ -24,6 +24,7 @@ EXPECTED_TABLES = {
     "login_throttles",
     "team_invitations",
     "worker_heartbeats",
+    "run_attempts",
 }
 
 

@@ -33,7 +33,13 @@ from sqlalchemy.orm import Session, aliased
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
 from backend.experiments.service import TERMINAL, refresh_experiment_status
-from backend.leases import LeaseTerms, exhausted_reason, fail_training, lease_expired
+from backend.leases import (
+    LeaseTerms,
+    deliveries_since_retry,
+    exhausted_reason,
+    fail_training,
+    lease_expired,
+)
 from backend.settings import Settings
 from backend.specs.accelerator import AcceleratorConfig
 from backend.specs.techniques import parse_techniques
@@ -93,7 +99,7 @@ def claim_training(
             Training.id == training_id,
             claimable,
             Training.cancel_requested.is_(False),
-            Training.attempts < terms.max_attempts,
+            deliveries_since_retry() < terms.max_attempts,
         )
         .values(
             status="running",
@@ -110,14 +116,15 @@ def claim_training(
     if attempt is None:
         # Claimable but out of deliveries: a training that kills its worker every time.
         exhausted = db.execute(
-            select(Training.attempts).where(
+            select(Training.attempts, deliveries_since_retry()).where(
                 Training.id == training_id,
                 claimable,
-                Training.attempts >= terms.max_attempts,
+                deliveries_since_retry() >= terms.max_attempts,
             )
-        ).scalar_one_or_none()
+        ).first()
         if exhausted is not None:
-            fail_training(db, training_id, exhausted, exhausted_reason(exhausted, terms))
+            token, deliveries = exhausted
+            fail_training(db, training_id, token, exhausted_reason(deliveries, terms))
         return None
     db.execute(
         update(Run)

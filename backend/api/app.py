@@ -18,6 +18,7 @@ from backend.api import (
     experiments,
     health,
     pages,
+    papers,
     preferences,
     runs,
     teams,
@@ -104,6 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         teams.invitations_router,
         experiments.router,
         runs.router,
+        papers.router,
         preferences.router,
     ):
         app.include_router(router, prefix=API_PREFIX)

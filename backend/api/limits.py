@@ -110,7 +110,14 @@ def active_runs(db: Session, user: User) -> int:
     return db.scalar(query) or 0
 
 
-def check_active_runs(db: Session, user: User, new_runs: int, limit: int) -> None:
+def check_active_runs(
+    db: Session,
+    user: User,
+    new_runs: int,
+    limit: int,
+    what: str = "this experiment",
+    whose: str = "your",
+) -> None:
     """429 when the new runs would take the user over their queued-plus-running limit.
 
     The user's row is locked (PostgreSQL) until the submission commits, so two concurrent
@@ -121,6 +128,6 @@ def check_active_runs(db: Session, user: User, new_runs: int, limit: int) -> Non
     if active + new_runs > limit:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
-            f"this experiment adds {new_runs} runs to your {active} queued or running ones, "
+            f"{what} adds {new_runs} runs to {whose} {active} queued or running ones, "
             f"over the limit of {limit} per user; wait for runs to finish or cancel some",
         )

@@ -67,6 +67,12 @@ def run_page(run_id: int) -> HTMLResponse:
     return _html("run")
 
 
+@router.get("/papers", response_class=HTMLResponse, include_in_schema=False)
+def papers_page() -> HTMLResponse:
+    """The technique papers' headlines next to this installation's results of their miniatures."""
+    return _html("papers")
+
+
 @router.get("/dashboards", response_class=HTMLResponse, include_in_schema=False)
 def dashboards_page() -> HTMLResponse:
     return _html("dashboards")

@@ -21,8 +21,8 @@ from backend.specs.training import TrainingConfig
 
 RUN_COLUMNS = [
     "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
-    "is_baseline", "baseline_hardware", "baseline_run_id", "status", "error", "created_at",
-    "started_at", "finished_at", "duration_seconds",
+    "is_baseline", "baseline_hardware", "baseline_run_id", "status", "error", "attempts",
+    "created_at", "started_at", "finished_at", "duration_seconds",
     "accuracy", "loss", "did_not_learn", "speedup", "energy_ratio", "total_cycles",
     "compute_cycles", "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual",
     "macs_skipped", "macs_overhead", "dram_bytes", "group", "params", "tags", "notes",
@@ -58,6 +58,7 @@ def export_row(run: Run) -> dict[str, Any]:
     """One run as {column: value}, nested configs flattened into the export's columns."""
     row = {name: getattr(run, name, None) for name in RUN_COLUMNS}
     row["group"] = run_group_key(run)
+    row["attempts"] = run.attempt  # 1, or more after retries
     row["duration_seconds"] = (
         (run.finished_at - run.started_at).total_seconds()
         if run.finished_at and run.started_at

@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session, aliased, selectinload
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
 from backend.api.access import can_delete, can_edit
-from backend.api.deps import DbSession
+from backend.api.deps import CeleryDep, DbSession, SettingsDep
+from backend.api.limits import check_active_runs
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters, filtered_runs, run_filters, visible_to
@@ -28,6 +29,7 @@ from backend.api.schemas import (
     LayerOut,
     Page,
     ParetoPoint,
+    RunAttemptOut,
     RunDetail,
     RunGroup,
     RunOut,
@@ -36,6 +38,7 @@ from backend.api.security import CurrentUser
 from backend.db.models import EpochMetric, Experiment, Run, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
+from backend.experiments.retry import RetryRefused, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -325,6 +328,7 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
             "layers": [LayerOut.model_validate(layer) for layer in run.layers],
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
             "hit_rate_per_layer": hit_rate_per_layer(epochs),
+            "attempts": [RunAttemptOut.model_validate(a) for a in attempt_history(db, run.id)],
         }
     )
     return detail
@@ -332,6 +336,12 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
 
 def _editable_run(db: Session, user: User, run_id: int, action: str) -> Run:
     """The run, if the user may see it (else 404) and change it (else 403)."""
+    return _editable_run_and_experiment(db, user, run_id, action)[0]
+
+
+def _editable_run_and_experiment(
+    db: Session, user: User, run_id: int, action: str
+) -> tuple[Run, Experiment]:
     found = db.execute(
         select(Run, Experiment)
         .join(Experiment, Experiment.id == Run.experiment_id)
@@ -342,7 +352,7 @@ def _editable_run(db: Session, user: User, run_id: int, action: str) -> Run:
     run, experiment = found
     if not can_edit(db, user, experiment.owner_id, experiment.team_id):
         raise HTTPException(status.HTTP_403_FORBIDDEN, f"viewers cannot {action} runs")
-    return run
+    return run, experiment
 
 
 @router.patch("/{run_id}", response_model=RunOut)
@@ -403,5 +413,34 @@ def cancel_run(run_id: int, db: DbSession, user: CurrentUser) -> RunOut:
     open run shares it."""
     run = _editable_run(db, user, run_id, "cancel")
     cancel_open_run(db, run)
+    db.refresh(run)
+    return RunOut.model_validate(run)
+
+
+@router.post(
+    "/{run_id}/retry",
+    response_model=RunOut,
+    responses={
+        403: {"description": "a viewer of the run's team"},
+        409: {"description": "not failed or cancelled (e.g. retried meanwhile)"},
+        429: {"description": "over the owner's queued-plus-running limit"},
+    },
+)
+def retry(
+    run_id: int, db: DbSession, celery: CeleryDep, settings: SettingsDep, user: CurrentUser
+) -> RunOut:
+    """Re-run a failed or cancelled run as its next attempt (whoever may cancel it): the
+    attempt that ended is kept in the run's `attempts`, and only this run re-runs (not its
+    baseline, nor other runs sharing its training)."""
+    run, experiment = _editable_run_and_experiment(db, user, run_id, "retry")
+    owner = db.get(User, experiment.owner_id) if experiment.owner_id is not None else None
+    if owner is not None and run.status in ("failed", "cancelled"):
+        whose = "your" if owner.id == user.id else "its owner's"
+        limit = settings.max_active_runs_per_user
+        check_active_runs(db, owner, 1, limit, what="this retry", whose=whose)
+    try:
+        retry_run(db, celery, run, retried_by=user.id)
+    except RetryRefused as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     db.refresh(run)
     return RunOut.model_validate(run)

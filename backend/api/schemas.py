@@ -100,6 +100,7 @@ class RunOut(RunMetrics):
     status: str
     progress: float
     error: str | None
+    attempt: int = Field(description="1, one more for each retry of a failed or cancelled run")
     params: dict[str, Any]
     created_at: datetime
     started_at: datetime | None
@@ -142,6 +143,16 @@ class EpochOut(_Out):
     per_layer: dict[str, Any]
 
 
+class RunAttemptOut(_Out):
+    attempt: int
+    status: str = Field(description="how the attempt ended: failed or cancelled")
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    worker: str | None = Field(description="host:pid of the worker that last claimed it")
+    retried_at: datetime
+
+
 class RunDetail(RunOut):
     technique_params: list[Any]
     training_config: dict[str, Any]
@@ -153,6 +164,11 @@ class RunDetail(RunOut):
         default_factory=dict,
         description="MERCURY: per layer, the share of FWD rows reused in each epoch (None: the "
         "layer did not reuse that epoch); empty for runs without MERCURY",
+    )
+    attempts: list[RunAttemptOut] = Field(
+        default_factory=list,
+        description="the run's earlier attempts, oldest first, each ended and then retried; "
+        "the current one is the run itself (`attempt`)",
     )
 
 

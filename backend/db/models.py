@@ -150,9 +150,11 @@ class Training(Base):
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)
     task_id: Mapped[str | None] = mapped_column(String(64))
-    # Deliveries claimed so far; the current one's number is the fencing token every write
-    # of the worker holding the lease must present.
+    # The fencing token: deliveries claimed so far, plus one per retry (a retry supersedes any
+    # delivery still holding an old token). The current holder's writes must present it.
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # `attempts` when the training was last retried: the delivery limit counts claims after it.
+    attempts_at_retry: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     leased_by: Mapped[str | None] = mapped_column(String(255))  # "host:pid" of the last claim
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -219,6 +221,8 @@ class Run(Base):
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)
     task_id: Mapped[str | None] = mapped_column(String(64))
+    # 1 for the first attempt, one more for each retry; earlier ones are in `RunAttempt`.
+    attempt: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     created_at: Mapped[datetime] = _now_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -247,6 +251,24 @@ class Run(Base):
     layers: Mapped[list[LayerResult]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="LayerResult.position"
     )
+
+
+class RunAttempt(Base):
+    """A finished attempt of a run that was retried: how it ended, kept when the run re-ran."""
+
+    __tablename__ = "run_attempts"
+    __table_args__ = (UniqueConstraint("run_id", "attempt"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))  # failed | cancelled
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    worker: Mapped[str | None] = mapped_column(String(255))  # "host:pid" of its training's claim
+    retried_at: Mapped[datetime] = _now_column()
+    retried_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
 
 
 class LayerResult(Base):

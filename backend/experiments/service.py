@@ -160,9 +160,10 @@ def refresh_experiment_status(db: Session, experiment_id: int) -> str:
         status = "failed"
     else:
         status = "cancelled"
-    values: dict[str, Any] = {"status": status}
-    if status in TERMINAL:
-        values["finished_at"] = datetime.now(UTC)
+    values: dict[str, Any] = {
+        "status": status,
+        "finished_at": datetime.now(UTC) if status in TERMINAL else None,  # None: retried
+    }
     db.execute(update(Experiment).where(Experiment.id == experiment_id).values(**values))
     return status
 

@@ -23,7 +23,7 @@ const COLUMNS = [
   { key: "model", label: "Model", sort: "model" },
   { key: "dataset", label: "Dataset", sort: "dataset" },
   { key: "accelerator_name", label: "Accelerator", sort: "accelerator_name" },
-  { key: "status", label: "Status", sort: "status", render: statusCell },
+  { key: "status", label: "Status", sort: "status", render: statusWithAttempt },
   { key: "accuracy", label: "Accuracy", sort: "accuracy", num: true, render: accuracyCell },
   { key: "speedup", label: "Speedup", sort: "speedup", num: true, render: (r) => (r.speedup === null ? "–" : `${r.speedup.toFixed(3)}×`) },
   { key: "energy_ratio", label: "Energy ratio", sort: "energy_ratio", num: true, render: (r) => fmtNumber(r.energy_ratio) },
@@ -47,6 +47,13 @@ export function statusCell(run) {
   if (run.error && run.status !== "done") {
     cell.append(el("span", { class: "run-reason", title: run.error, text: run.error.length > 160 ? `${run.error.slice(0, 160)}…` : run.error }));
   }
+  return cell;
+}
+
+/** The status, and which attempt it is once a run was retried. */
+function statusWithAttempt(run) {
+  const cell = statusCell(run);
+  if (run.attempt > 1) cell.append(" ", el("span", { class: "attempt muted", title: "retried: earlier attempts are on the run's page", text: `attempt ${run.attempt}` }));
   return cell;
 }
 
@@ -114,7 +121,7 @@ export class RunTable {
     if (!row || FINISHED.has(status)) return;
     const run = { ...row.run, status, progress };
     row.run = run;
-    row.statusCell.replaceChildren(statusCell(run));
+    row.statusCell.replaceChildren(statusWithAttempt(run));
   }
 
   render() {

@@ -188,3 +188,36 @@ def test_run_page_shows_why_a_run_failed(
     assert "no results yet (failed)" in page.locator("#layers").inner_text()
     page.screenshot(path=str(screenshots / "run-page-failed.png"), full_page=True)
     assert console.errors == []
+
+
+def test_a_failed_run_is_retried_from_its_page_and_keeps_its_first_attempt(
+    server: Server, browser: Browser, screenshots: Path
+) -> None:
+    missing = {**TINY_TRAINING, "dataset": "idx-dir", "dataset_path": "not-there"}
+    spec = {**SPEC, "name": "retried", "training": missing, "techniques": [{"name": "baseline"}]}
+    experiment = httpx.post(f"{server.url}/api/v1/experiments", json=spec).json()
+    [run] = finished_runs(server, experiment["id"])
+    assert run["status"] == "failed"
+    console = ConsoleLog()
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    console.watch(page)
+    page.goto(f"{server.url}/runs/{run['id']}")
+    page.wait_for_selector("#attempts p")
+    assert page.locator("#attempts").inner_text() == "This is the run's first attempt."
+    page.get_by_role("button", name="Retry run").click()
+    assert "as attempt 2 (this attempt is kept)?" in page.locator("#run-actions").inner_text()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Yes, retry").click()
+    page.wait_for_selector("#attempt-table")
+    cells = page.locator("#attempt-table tbody tr").first.locator("td").all_inner_texts()
+    assert cells[:3] == ["1", "failed", run["error"]]
+    summary = page.locator("#summary").inner_text()
+    assert "2 (earlier ones below)" in summary
+
+    [again] = finished_runs(server, experiment["id"])  # the data is still missing
+    assert (again["status"], again["attempt"]) == ("failed", 2)
+    page.reload()
+    page.wait_for_selector("#attempt-table")
+    assert page.get_by_role("button", name="Retry run").is_visible()
+    page.screenshot(path=str(screenshots / "run-page-retried.png"), full_page=True)
+    assert console.errors == []

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
 from backend.settings import Settings
-from tests.conftest import service_settings
+from tests.conftest import orrery_env, service_settings
 
 TINY_TRAINING = {
     "model": "mlp",
@@ -30,3 +30,13 @@ def pg_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Setting
 def api(pg_settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(pg_settings)) as client:
         yield client
+
+
+def worker_env(settings: Settings, redis_db_url: str, data_dir: Path) -> dict[str, str]:
+    """The environment of a worker process on these settings' PostgreSQL and Redis."""
+    return orrery_env(
+        ORRERY_DATA_DIR=str(data_dir),
+        ORRERY_DATABASE_URL=settings.effective_database_url,
+        ORRERY_BROKER_URL=redis_db_url,
+        ORRERY_RESULT_BACKEND=redis_db_url,
+    )

@@ -10,8 +10,8 @@ import yaml
 from fastapi.testclient import TestClient
 
 from backend.settings import Settings
-from tests.conftest import ORRERY_BIN, embedded_server, orrery_env, start_worker, stop_process
-from tests.pipeline.conftest import TINY_TRAINING
+from tests.conftest import ORRERY_BIN, embedded_server, start_worker, stop_process
+from tests.pipeline.conftest import TINY_TRAINING, worker_env
 
 SWEEP = {
     "name": "end to end",
@@ -40,13 +40,7 @@ def wait_for_runs(api: TestClient, experiment_id: int, timeout: float = 300) -> 
 def test_sweep_through_api_redis_and_a_real_worker(
     api: TestClient, pg_settings: Settings, redis_db_url: str, tmp_path: Path
 ) -> None:
-    env = orrery_env(
-        ORRERY_DATA_DIR=str(tmp_path),
-        ORRERY_DATABASE_URL=pg_settings.effective_database_url,
-        ORRERY_BROKER_URL=redis_db_url,
-        ORRERY_RESULT_BACKEND=redis_db_url,
-    )
-    worker = start_worker(env, cwd=tmp_path)
+    worker = start_worker(worker_env(pg_settings, redis_db_url, tmp_path), cwd=tmp_path)
     try:
         experiment = api.post("/api/v1/experiments", json=SWEEP).json()
         assert experiment["total_runs"] == 6 and experiment["trainings"] == 3
@@ -148,6 +142,10 @@ def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
         rest = orrery("cancel", "1", env=server.env)
         neither = orrery("cancel", env=server.env)
         listed = json.loads(orrery("runs", "--json", "--sort", "id", env=server.env).stdout)
+        retried = orrery("retry", "2", "--json", env=server.env)
+        retried_again = orrery("retry", "2", env=server.env)
+        retried_unknown = orrery("retry", "999", env=server.env)
+        shown = orrery("show", "2", env=server.env)
     unreachable = orrery("runs", "--url", "http://127.0.0.1:1", env=server.env)
     latin1 = tmp_path / "latin1.yaml"
     latin1.write_bytes("name: expérience\ntechniques: [{name: mercury}]\n".encode("latin-1"))
@@ -158,6 +156,12 @@ def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
     assert rest.returncode == 0 and "experiment 1: cancelled" in rest.stdout
     assert [r["status"] for r in listed["items"]] == ["cancelled"] * 3
     assert neither.returncode == 1 and "give an experiment id or --run RUN" in neither.stdout
+    assert json.loads(retried.stdout)["status"] == "queued", retried.stdout + retried.stderr
+    assert json.loads(retried.stdout)["attempt"] == 2
+    assert retried_again.returncode == 1
+    assert "run 2 is queued (attempt 2): only a failed or cancelled run" in retried_again.stdout
+    assert retried_unknown.returncode == 1 and "run 999 not found" in retried_unknown.stdout
+    assert "2; attempt 1 cancelled" in shown.stdout
     assert refused.returncode == 2
     assert "signature_bits" in refused.stdout and "greater than or equal to 1" in refused.stdout
     assert unreachable.returncode == 1 and "cannot reach the server" in unreachable.stdout
@@ -166,5 +170,7 @@ def test_cli_reports_bad_specs_without_a_traceback(tmp_path: Path) -> None:
         unreachable.stdout + unreachable.stderr,
         undecodable.stdout + undecodable.stderr,
         neither.stdout + neither.stderr,
+        retried_again.stdout + retried_again.stderr,
+        retried_unknown.stdout + retried_unknown.stderr,
     ):
         assert "Traceback" not in output

@@ -55,3 +55,13 @@ def test_example_expands(path: Path) -> None:
     techniques = {plan.technique for plan in expansion.trainings.values()}
     assert "baseline" in techniques and len(techniques) >= 2
     assert all(run.params["technique"] in techniques for run in expansion.runs)
+
+
+@pytest.mark.parametrize("paper", list(PAPER_PRESETS))
+def test_the_shipped_miniature_is_the_example(paper: str) -> None:
+    """The papers page serves the copy inside the package; users read examples/papers."""
+    from backend.analysis.papers import MINIATURES_DIR, PAPERS
+
+    assert set(PAPERS) == set(PAPER_PRESETS)
+    shipped = (MINIATURES_DIR / f"{paper}.yaml").read_bytes()
+    assert shipped == (FOLDER / "papers" / f"{paper}.yaml").read_bytes()

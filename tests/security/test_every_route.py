@@ -15,8 +15,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
-from tests.security.conftest import PASSWORD, World, spec
+from backend.db.models import Run
+from backend.db.session import session_scope
+from backend.settings import Settings
+from tests.security.conftest import PASSWORD, Person, World, spec
 
 PUBLIC = {
     ("GET", "/api/v1/health"),
@@ -254,3 +258,33 @@ def test_only_the_owner_deletes_and_annotations_need_an_editor(
     assert client.patch(run, json={"notes": "n"}, headers=world.carol.auth).status_code == 200
     assert client.get(experiment, headers=world.alice.auth).status_code == 200
     assert client.get(run, headers=world.alice.auth).json()["notes"] == "n"
+
+
+def test_retry_needs_an_editor_of_the_run(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    retry = f"/api/v1/runs/{world.run_ids[0]}/retry"
+    assert client.post(retry, headers=world.bob.auth).status_code == 404  # not his to see
+    assert client.post(retry, headers=world.victor.auth).status_code == 403  # a viewer
+    finished = client.post(retry, headers=world.carol.auth)  # a member, but the run is done
+    assert finished.status_code == 409 and "only a failed or cancelled run" in finished.text
+    with session_scope(accounts_settings.effective_database_url) as db:
+        db.execute(update(Run).where(Run.id == world.run_ids[0]).values(status="failed"))
+    assert client.post(retry, headers=world.bob.auth).status_code == 404
+    assert client.post(retry, headers=world.victor.auth).status_code == 403
+    retried = client.post(retry, headers=world.carol.auth)
+    assert retried.status_code == 200 and retried.json()["attempt"] == 2
+
+
+def test_papers_count_only_the_miniatures_you_may_see(client: TestClient, world: World) -> None:
+    papers = client.get("/api/v1/papers", headers=world.alice.auth).json()
+    adagp = next(paper for paper in papers if paper["key"] == "adagp")
+    made = client.post("/api/v1/experiments", json=adagp["miniature"], headers=world.alice.auth)
+    assert made.status_code == 201, made.text
+
+    def experiments_of(person: Person) -> list[int]:
+        answer = client.get("/api/v1/papers", headers=person.auth).json()
+        return next(paper for paper in answer if paper["key"] == "adagp")["experiment_ids"]
+
+    assert experiments_of(world.alice) == [made.json()["id"]]
+    assert experiments_of(world.bob) == []

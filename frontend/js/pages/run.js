@@ -1,7 +1,7 @@
 // One run in full: what it is, what it was compared with, and every figure it produced.
 
 import { annotationsEditor } from "../annotations.js";
-import { API, del, describe, getJson } from "../api.js";
+import { API, del, describe, getJson, postJson } from "../api.js";
 import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent } from "../format.js";
@@ -37,6 +37,7 @@ function renderSummary(run) {
   if (run.error) status.append(" ", el("span", { class: "failure-reason", text: run.error }));
   facts(document.getElementById("summary"), [
     ["Status", status],
+    ["Attempt", run.attempts.length ? `${run.attempt} (earlier ones below)` : String(run.attempt)],
     ["Experiment", link(`/experiments/${run.experiment_id}`, `experiment #${run.experiment_id}`)],
     ["Compared with", baselineText(run)],
     ["Model, data, seed", `${run.model} on ${run.dataset}, seed ${run.seed}`],
@@ -49,6 +50,45 @@ function renderSummary(run) {
     ["MACs skipped / overhead", `${fmtNumber(run.macs_skipped)} / ${fmtNumber(run.macs_overhead)}`],
     ["DRAM traffic", mib(run.dram_bytes)],
   ]);
+}
+
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
+
+/** The run's earlier attempts, each ended (failed or cancelled) and then retried. */
+function renderAttempts(run) {
+  const box = document.getElementById("attempts");
+  if (!run.attempts.length) {
+    box.append(el("p", { class: "muted", text: "This is the run's first attempt." }));
+    return;
+  }
+  const headers = ["Attempt", "Ended", "Reason", "Started", "Finished", "Worker", "Retried"];
+  box.append(el("table", { class: "data", id: "attempt-table" },
+    el("thead", {}, el("tr", {}, headers.map((label) => el("th", { scope: "col", text: label })))),
+    el("tbody", {}, [...run.attempts].reverse().map((a) => el("tr", {},
+      el("td", { class: "num", text: String(a.attempt) }),
+      el("td", { text: a.status }),
+      el("td", { class: "failure-reason", text: a.error || "–" }),
+      el("td", { text: when(a.started_at) }),
+      el("td", { text: when(a.finished_at) }),
+      el("td", { text: a.worker || "unknown" }),
+      el("td", { text: when(a.retried_at) }))))));
+}
+
+function retryButton(run) {
+  return confirmButton({
+    label: "Retry run",
+    question: `Run #${run.id} again as attempt ${run.attempt + 1} (this attempt is kept)?`,
+    confirmLabel: "Yes, retry",
+    danger: false,
+    action: async () => {
+      try {
+        await postJson(`${API}/runs/${run.id}/retry`);
+        location.reload();
+      } catch (error) {
+        errors.textContent = `Not retried: ${describe(error)}`;
+      }
+    },
+  });
 }
 
 function keyValueTable(caption, data, prefix = "") {
@@ -131,7 +171,10 @@ async function main() {
   try {
     const run = await getJson(`${API}/runs/${runId}`);
     renderSummary(run);
-    document.getElementById("run-actions").append(confirmButton({
+    renderAttempts(run);
+    const actions = document.getElementById("run-actions");
+    if (run.status === "failed" || run.status === "cancelled") actions.append(retryButton(run), " ");
+    actions.append(confirmButton({
       label: "Delete run", question: `Delete run #${run.id} and its results for good?`, confirmLabel: "Yes, delete",
       action: async () => {
         try {

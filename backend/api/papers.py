@@ -1,0 +1,96 @@
+"""The technique papers next to this installation's results: per paper its headline, its
+miniature's spec (to submit as is) and the seed groups of the miniature's runs the caller may see
+(`backend.analysis.papers` says which runs those are)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+
+from backend.analysis.papers import PAPERS, is_miniature, miniature_spec
+from backend.api.access import visible_to
+from backend.api.deps import DbSession
+from backend.api.run_groups import run_groups
+from backend.api.run_query import RunFilters
+from backend.api.schemas import RunGroup
+from backend.api.security import CurrentUser
+from backend.db.models import Experiment
+
+router = APIRouter(prefix="/papers", tags=["papers"])
+
+
+class HeadlineOut(BaseModel):
+    text: str = Field(description="the paper's claim, figures included")
+    speedup: float = Field(description="the average speedup the paper reports")
+    energy_ratio: float | None = Field(description="technique / baseline energy, if reported")
+    accuracy: str = Field(description="what the paper says of accuracy")
+
+
+class PaperOut(BaseModel):
+    key: str
+    title: str
+    venue: str
+    headline: HeadlineOut
+    miniature: dict[str, Any] = Field(description="the miniature's spec, as submitted")
+    experiment_ids: list[int] = Field(description="your visible experiments of this miniature")
+    groups: list[RunGroup] = Field(
+        description="the technique's seed groups over those experiments, one per accelerator "
+        "preset (and swept setting): speedup, energy ratio and accuracy delta as mean and 95% "
+        "interval over seeds"
+    )
+
+
+def _technique_groups(
+    db: DbSession, user: CurrentUser, experiment_ids: list[int]
+) -> list[RunGroup]:
+    if not experiment_ids:
+        return []
+    filters = RunFilters(
+        experiment_id=experiment_ids,
+        technique=[],
+        model=[],
+        dataset=[],
+        status=[],
+        accelerator=[],
+        is_baseline=False,
+        param=[],
+        range=[],
+        sort="id",
+    )
+    return run_groups(db, user, filters)
+
+
+@router.get("", response_model=list[PaperOut])
+def papers(db: DbSession, user: CurrentUser) -> list[PaperOut]:
+    """Each technique paper: its headline, its miniature, and your stored results of it."""
+    out = []
+    for paper in PAPERS.values():
+        spec = miniature_spec(paper.key)
+        candidates = db.execute(
+            select(Experiment.id, Experiment.spec)
+            .where(Experiment.name == spec["name"], visible_to(user, db))
+            .order_by(Experiment.id)
+        ).all()
+        ids = [
+            experiment_id for experiment_id, stored in candidates if is_miniature(paper.key, stored)
+        ]
+        out.append(
+            PaperOut(
+                key=paper.key,
+                title=paper.title,
+                venue=paper.venue,
+                headline=HeadlineOut(
+                    text=paper.headline,
+                    speedup=paper.speedup,
+                    energy_ratio=paper.energy_ratio,
+                    accuracy=paper.accuracy,
+                ),
+                miniature=spec,
+                experiment_ids=ids,
+                groups=_technique_groups(db, user, ids),
+            )
+        )
+    return out

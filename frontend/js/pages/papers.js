@@ -1,0 +1,110 @@
+// The technique papers: each headline next to this installation's results of its miniature
+// (mean and 95% interval over seeds, per accelerator preset), and a button submitting it.
+
+import { API, describe, getJson, postJson } from "../api.js";
+import { el } from "../format.js";
+
+const root = document.getElementById("papers");
+const errors = document.getElementById("page-errors");
+
+/** "mean ± half-width" of an estimate (the interval in full on hover); n = 1 has no interval.
+ * `format` writes a mean, `spread` the interval's half-width. */
+function estimateCell(estimate, [format, spread]) {
+  if (!estimate) return el("td", { class: "num muted", text: "–" });
+  const mean = format(estimate.mean);
+  if (estimate.ci_low === null) {
+    return el("td", { class: "num", title: "one seed: no interval" }, mean, el("span", { class: "muted", text: " (n = 1)" }));
+  }
+  const half = (estimate.ci_high - estimate.ci_low) / 2;
+  return el("td", { class: "num estimate", title: `95% interval ${format(estimate.ci_low)} to ${format(estimate.ci_high)}, n = ${estimate.n}` },
+    mean, el("span", { class: "ci", text: ` ± ${spread(half)}` }));
+}
+
+const times = [(v) => `${v.toFixed(2)}×`, (h) => h.toFixed(2)];
+const ratio = [(v) => v.toFixed(3), (h) => h.toFixed(3)];
+const points = [(v) => `${v >= 0 ? "+" : "−"}${Math.abs(100 * v).toFixed(2)} pt`, (h) => `${(100 * h).toFixed(2)} pt`];
+
+function headlineRow(paper) {
+  const { headline } = paper;
+  return el("tr", { class: "headline-row" },
+    el("th", { scope: "row", text: `Paper (${paper.venue})` }),
+    el("td", { class: "num muted", text: "its own networks" }),
+    el("td", { class: "num", text: times[0](headline.speedup) }),
+    el("td", { class: "num", text: headline.energy_ratio === null ? "not reported" : ratio[0](headline.energy_ratio) }),
+    el("td", { class: "num", text: headline.accuracy }));
+}
+
+function groupRow(group) {
+  const swept = Object.entries(group.params)
+    .filter(([key]) => !["technique", "accelerator", "seed"].includes(key))
+    .map(([key, value]) => `${key}=${value}`).join(", ");
+  return el("tr", { dataset: { accelerator: group.accelerator_name } },
+    el("th", { scope: "row" }, `Ours on ${group.accelerator_name}`, swept ? el("span", { class: "muted", text: ` (${swept})` }) : ""),
+    el("td", { class: "num", text: `${group.done} of ${group.run_ids.length}` }),
+    estimateCell(group.speedup, times),
+    estimateCell(group.energy_ratio, ratio),
+    estimateCell(group.accuracy_delta, points));
+}
+
+function resultsTable(paper) {
+  const head = el("tr", {}, ["", "Seeds done", "Speedup", "Energy ratio", "Accuracy (Δ to baseline)"]
+    .map((h, i) => el("th", { scope: "col", class: i ? "num" : undefined, text: h })));
+  const rows = [headlineRow(paper), ...paper.groups.map(groupRow)];
+  return el("table", { class: "data paper-results", "aria-label": `${paper.title}: paper and ours` },
+    el("thead", {}, head), el("tbody", {}, rows));
+}
+
+function miniatureLine(spec) {
+  const t = spec.training;
+  return `Miniature: ${t.model} on ${t.dataset} (${t.train_samples.toLocaleString("en-US")} images, ${t.epochs} epochs), `
+    + `${spec.seeds.length} seeds, on ${spec.accelerators.join(", ")}.`;
+}
+
+function submitButton(paper, status) {
+  const button = el("button", { type: "button", class: "primary", text: "Submit miniature", "aria-label": `submit the ${paper.key} miniature` });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    status.replaceChildren("Submitting…");
+    try {
+      const experiment = await postJson(`${API}/experiments`, paper.miniature);
+      status.replaceChildren("Submitted: ", el("a", { href: `/experiments/${experiment.id}`, class: "submitted", text: `experiment #${experiment.id}` }),
+        ` (${experiment.total_runs} runs).`);
+    } catch (error) {
+      status.replaceChildren(el("span", { class: "failure-reason", text: `Not submitted: ${describe(error)}` }));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+function paperCard(paper) {
+  const status = el("span", { class: "submit-status", "aria-live": "polite" });
+  const experiments = paper.experiment_ids.length
+    ? el("p", { class: "muted" }, "From ", ...paper.experiment_ids.flatMap((id, i) => [i ? ", " : "", el("a", { href: `/experiments/${id}`, text: `experiment #${id}` })]), ".")
+    : null;
+  const results = paper.groups.length
+    ? resultsTable(paper)
+    : el("p", { class: "no-runs muted", text: "No stored runs yet: submit the miniature to measure it here." });
+  const body = [
+    el("h2", { text: paper.title }),
+    el("p", { class: "headline" }, el("strong", { text: `${paper.venue}: ` }), paper.headline.text),
+    el("p", { class: "muted", text: miniatureLine(paper.miniature) }),
+    paper.groups.length ? el("div", { class: "scroll" }, results) : results,
+    experiments,
+    el("div", { class: "row actions" }, submitButton(paper, status), " ", status),
+    el("details", {}, el("summary", { text: "The miniature's spec" }), el("pre", { class: "spec", text: JSON.stringify(paper.miniature, null, 2) })),
+  ].filter(Boolean);
+  return el("section", { class: "card paper", dataset: { paper: paper.key }, "aria-label": paper.title }, ...body);
+}
+
+async function main() {
+  try {
+    const papers = await getJson(`${API}/papers`);
+    root.replaceChildren(...papers.map(paperCard));
+  } catch (error) {
+    errors.textContent = `Cannot show the papers: ${describe(error)}`;
+  }
+}
+
+main();

@@ -1,0 +1,66 @@
+"""GET /papers on PostgreSQL: the three papers' headlines and miniatures, and the seed groups
+of the experiments that are a miniature (an edited copy is not), the same groups as
+GET /runs/groups gives for those runs."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+
+from backend.analysis.papers import miniature_spec
+from backend.db.models import Run
+from backend.db.session import session_scope
+from backend.settings import Settings
+
+
+def finish_runs(database_url: str, experiment_id: int) -> None:
+    """Stored results without training: each seed a little different, so intervals exist."""
+    with session_scope(database_url) as db:
+        for run in db.scalars(select(Run).where(Run.experiment_id == experiment_id)):
+            speedup = 1.0 if run.is_baseline else 1.5 + 0.1 * run.seed
+            db.execute(
+                update(Run)
+                .where(Run.id == run.id)
+                .values(
+                    status="done",
+                    accuracy=0.9 if run.is_baseline else 0.89 + 0.005 * run.seed,
+                    speedup=speedup,
+                    energy_ratio=1.0 / speedup,
+                    total_cycles=1000,
+                    energy_pj=1e6,
+                )
+            )
+
+
+def test_papers_show_headlines_and_only_the_miniatures_results(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    empty = api.get("/api/v1/papers")
+    assert empty.status_code == 200
+    papers = {paper["key"]: paper for paper in empty.json()}
+    assert list(papers) == ["mercury", "adagp", "sparsetrain"]
+    assert papers["mercury"]["headline"]["speedup"] == 1.97
+    assert papers["adagp"]["headline"]["energy_ratio"] == 0.66
+    assert "2.2x energy efficiency" in papers["sparsetrain"]["headline"]["text"]
+    assert all(p["groups"] == [] and p["experiment_ids"] == [] for p in papers.values())
+    assert papers["adagp"]["miniature"] == miniature_spec("adagp")
+
+    miniature = api.post("/api/v1/experiments", json=papers["mercury"]["miniature"]).json()
+    edited = {**miniature_spec("mercury"), "seeds": [0, 1]}
+    copy = api.post("/api/v1/experiments", json=edited).json()
+    for experiment in (miniature, copy):
+        finish_runs(pg_settings.effective_database_url, experiment["id"])
+
+    mercury = {paper["key"]: paper for paper in api.get("/api/v1/papers").json()}["mercury"]
+    assert mercury["experiment_ids"] == [miniature["id"]]
+    by_preset = {group["accelerator_name"]: group for group in mercury["groups"]}
+    assert sorted(by_preset) == ["edge", "eyeriss-like", "mercury-like", "tpu-like"]
+    speedup = by_preset["mercury-like"]["speedup"]
+    assert speedup["n"] == 3 and abs(speedup["mean"] - 1.6) < 1e-9
+    assert speedup["ci_low"] < 1.6 < speedup["ci_high"]
+    assert abs(by_preset["edge"]["accuracy_delta"]["mean"] - (-0.005)) < 1e-9
+    grouped = api.get(
+        "/api/v1/runs/groups",
+        params={"experiment_id": miniature["id"], "is_baseline": "false"},
+    ).json()
+    assert mercury["groups"] == grouped

@@ -39,12 +39,14 @@ export function accuracyCell(run) {
   return el("span", {}, el("span", { class: "badge failed", title: "test accuracy below chance + the did-not-learn margin", text: "did not learn" }), " ", fmtPercent(run.accuracy));
 }
 
-export function statusCell(run) {
+/** The status badge, progress while active, and the failure reason cut to fit a table cell
+ * (`shortReason: false` leaves the reason to the caller, which shows it whole). */
+export function statusCell(run, { shortReason = true } = {}) {
   const cell = el("span", { class: "status", dataset: { runStatus: run.status } }, el("span", { class: `badge ${run.status}`, text: run.status }));
   if (run.status === "running" || run.status === "queued") {
     cell.append(" ", el("progress", { max: "1", value: String(run.progress ?? 0), "aria-label": `run ${run.id} progress` }));
   }
-  if (run.error && run.status !== "done") {
+  if (shortReason && run.error && run.status !== "done") {
     cell.append(el("span", { class: "run-reason", title: run.error, text: run.error.length > 160 ? `${run.error.slice(0, 160)}…` : run.error }));
   }
   return cell;

@@ -33,7 +33,7 @@ function baselineText(run) {
 function renderSummary(run) {
   document.title = `Run #${run.id} · Orrery`;
   document.getElementById("title").textContent = `Run #${run.id}: ${run.technique} on ${run.accelerator_name}`;
-  const status = statusCell(run);
+  const status = statusCell(run, { shortReason: false });
   if (run.error) status.append(" ", el("span", { class: "failure-reason", text: run.error }));
   facts(document.getElementById("summary"), [
     ["Status", status],

@@ -29,16 +29,29 @@ export async function columnChooser(container, table) {
   const boxes = COLUMN_CHOICES.map(({ key, label }) => el("span", { class: "column-choice" },
     el("input", { type: "checkbox", name: "column", value: key, checked: chosen.includes(key), "aria-label": `show column ${label}` }), ` ${label}`));
   const menu = el("details", { class: "column-chooser" }, el("summary", { text: "Columns" }), el("div", {}, boxes), status);
-  menu.addEventListener("change", async () => {
-    const keys = [...menu.querySelectorAll("input[name=column]:checked")].map((box) => box.value);
-    table.setColumns(keys);
-    status.textContent = "saving…";
-    try {
-      await request("PUT", `${API}/preferences`, { run_table_columns: keys.length ? keys : null });
-      status.textContent = "saved for your account";
-    } catch (error) {
-      status.textContent = `not saved: ${describe(error)}`;
+  // One save in flight at a time, then the newest choice: two PUTs racing could land out of
+  // order and store an older choice; "saved" is shown only once the newest one is stored.
+  let saving = false;
+  let latest = null;
+  const save = async () => {
+    saving = true;
+    while (latest !== null) {
+      const keys = latest;
+      latest = null;
+      status.textContent = "saving…";
+      try {
+        await request("PUT", `${API}/preferences`, { run_table_columns: keys.length ? keys : null });
+        if (latest === null) status.textContent = "saved for your account";
+      } catch (error) {
+        status.textContent = `not saved: ${describe(error)}`;
+      }
     }
+    saving = false;
+  };
+  menu.addEventListener("change", () => {
+    latest = [...menu.querySelectorAll("input[name=column]:checked")].map((box) => box.value);
+    table.setColumns(latest);
+    if (!saving) save();
   });
   container.replaceChildren(menu);
 }

@@ -42,8 +42,11 @@ from worker.training import engine, run_training
 DESIGNS: dict[str, list] = {
     "baseline": [BaselineParams()],
     "feedback (default)": [AdaGPParams()],
+    "feedback, no BatchNorm projection": [AdaGPParams(normalized_projection=False)],
+    "feedback, max GP run 1": [AdaGPParams(max_gp_batches=1)],
     "feedback, max GP run 4": [AdaGPParams(max_gp_batches=4)],
     "feedback, lengthen at 2x reference": [AdaGPParams(lengthen_ratio=2.0, shorten_ratio=1.0)],
+    "feedback, plateau 0.1": [AdaGPParams(plateau_improvement=0.1)],
     "history (running mean)": [AdaGPParams(predictor="history")],
     "none (control), 1:1 after warm-up": [
         AdaGPParams(

@@ -216,6 +216,12 @@ class AdaGPParams(_Spec):
     predictor_lr: float = Field(
         1e-3, gt=0, le=1, description="'feedback': Adam learning rate of the predictors"
     )
+    normalized_projection: bool = Field(
+        True,
+        description="'feedback': a layer whose output feeds a BatchNorm gets its predicted "
+        "output gradient projected as the BatchNorm's backward projects the true one (per "
+        "channel: zero mean, nothing along the normalised output)",
+    )
     calibrated_scale: bool = Field(
         True,
         description="rescale each layer's prediction to norm max(cos, 0) x the running norm of "

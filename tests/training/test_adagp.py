@@ -4,6 +4,7 @@ workload; the GP fraction counts warm-up; the predictor learns; techniques compo
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -42,6 +43,21 @@ def backward_counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(engine, "build_model", counting_build)
     return counts
+
+
+def _after_each_gp_step(
+    monkeypatch: pytest.MonkeyPatch, technique: AdaGP, check: Callable[[], None]
+) -> None:
+    """The training uses `technique`; `check` runs after it set a GP batch's gradients."""
+    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    before_step = technique.before_step
+
+    def checking(step: Step, backward_ran: bool, loss: float) -> None:
+        before_step(step, backward_ran, loss)
+        if not backward_ran:
+            check()
+
+    monkeypatch.setattr(technique, "before_step", checking)
 
 
 def _ops(result: TrainingResult) -> dict[tuple[str, str, str], GemmOp]:
@@ -178,21 +194,16 @@ def test_gp_steps_are_calibrated_to_the_cosine_times_the_true_gradient_norm(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     technique = AdaGP(PINNED)
-    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
     checked: list[str] = []
-    before_step = technique.before_step
 
-    def checking(step: Step, backward_ran: bool, loss: float) -> None:
-        before_step(step, backward_ran, loss)
-        if backward_ran:
-            return
+    def checking() -> None:
         for name, state in technique.states.items():
             assert state.cosine_mean is not None and state.grad_norm is not None
             expected = max(state.cosine_mean, 0.0) * state.grad_norm
             assert float(state.weight.grad.norm()) == pytest.approx(expected, rel=1e-4), name
             checked.append(name)
 
-    monkeypatch.setattr(technique, "before_step", checking)
+    _after_each_gp_step(monkeypatch, technique, checking)
     run_training(CONFIG, [PINNED])
     assert len(checked) == SECOND_EPOCH_GP * len(technique.states)
 
@@ -205,3 +216,48 @@ def test_mercury_and_sparsetrain_compose() -> None:
     assert epoch.per_layer["conv2"]["grad_density_pruned"] < 1
     fwd = next(o for o in result.workload.ops if o.layer == "conv1" and o.pass_ == "fwd")
     assert fwd.reused_row_fraction > 0
+
+
+def _gp_weight_grads(monkeypatch: pytest.MonkeyPatch, params: AdaGPParams) -> list[dict]:
+    """Per GP batch of a ResNet-8 training: each layer's (weight, predicted weight gradient)."""
+    technique = AdaGP(params)
+    seen: list[dict] = []
+    _after_each_gp_step(
+        monkeypatch,
+        technique,
+        lambda: seen.append({
+            name: (state.weight.detach().clone(), state.weight.grad.clone(), state)
+            for name, state in technique.states.items()
+        }),
+    )  # fmt: skip
+    config = CONFIG.model_copy(update={"model": "resnet8", "width": 4, "train_samples": 320})
+    run_training(config, [params])
+    return seen
+
+
+def _radial_cosines(weight: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """Per output channel: cosine between the channel's weights and its gradient."""
+    w, g = weight.reshape(len(weight), -1), grad.reshape(len(grad), -1)
+    return (w * g).sum(1) / (w.norm(dim=1) * g.norm(dim=1)).clamp_min(1e-30)
+
+
+def test_layers_feeding_batchnorm_get_predictions_orthogonal_to_their_weights(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """BatchNorm's backward leaves a conv's true output gradient with zero mean and nothing
+    along the normalised output per channel, so the true dW is orthogonal to each channel's
+    weights; the projected prediction is too (unprojected it is not), and the classifier, which
+    feeds no BatchNorm, is left alone."""
+    projected = _gp_weight_grads(monkeypatch, PINNED)
+    assert projected
+    last = projected[-1]
+    normalized = {name for name, (_, _, state) in last.items() if state.normalization is not None}
+    assert normalized == {name for name in last if name != "fc"}
+    for batch in projected:
+        for name in normalized:
+            weight, grad, _ = batch[name]
+            if grad.norm() > 0:
+                assert _radial_cosines(weight, grad).abs().max() < 1e-3, name
+    raw = _gp_weight_grads(monkeypatch, PINNED.model_copy(update={"normalized_projection": False}))
+    weight, grad, _ = raw[-1]["stages.0.conv1"]
+    assert _radial_cosines(weight, grad).abs().max() > 0.01

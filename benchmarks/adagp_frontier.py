@@ -43,6 +43,7 @@ DESIGNS: dict[str, list] = {
     "baseline": [BaselineParams()],
     "feedback (default)": [AdaGPParams()],
     "feedback, no BatchNorm projection": [AdaGPParams(normalized_projection=False)],
+    "feedback, plateau vs previous loss": [AdaGPParams(plateau_reference="previous_loss")],
     "feedback, max GP run 1": [AdaGPParams(max_gp_batches=1)],
     "feedback, max GP run 4": [AdaGPParams(max_gp_batches=4)],
     "feedback, lengthen at 2x reference": [AdaGPParams(lengthen_ratio=2.0, shorten_ratio=1.0)],

@@ -173,8 +173,14 @@ class AdaGPParams(_Spec):
         0.25,
         ge=0,
         le=1,
-        description="GP may act only after an epoch whose mean training loss improved on the "
-        "previous epoch's by less than this fraction (1: right after warm-up)",
+        description="GP may act only after an epoch whose mean training loss dropped by less "
+        "than this fraction of the reference (plateau_reference; 1: right after warm-up)",
+    )
+    plateau_reference: Literal["largest_drop", "previous_loss"] = Field(
+        "largest_drop",
+        description="what an epoch's loss drop is compared with: 'largest_drop', the largest "
+        "epoch-to-epoch drop of the run so far; 'previous_loss', the previous epoch's loss (a "
+        "relative improvement)",
     )
     bp_batches: int = Field(1, ge=1, le=1000, description="BP batches per BP/GP cycle")
     gp_batches: int = Field(1, ge=0, le=1000, description="initial GP batches per cycle")

@@ -159,13 +159,20 @@ def test_adaptive_rule_moves_the_gp_run_within_bounds() -> None:
     assert shrinking < 0.6 < growing
 
 
-def test_gp_waits_for_the_training_loss_to_flatten() -> None:
-    technique = AdaGP(AdaGPParams(warmup_epochs=1, plateau_improvement=0.25))
-    for epoch, loss in enumerate((2.0, 1.0, 0.8)):  # improvements: -, 50%, 20%
+@pytest.mark.parametrize(
+    ("reference", "opens_at"),
+    [("largest_drop", 3), ("previous_loss", None)],
+)
+def test_gp_waits_for_the_training_loss_to_flatten(reference: str, opens_at: int | None) -> None:
+    """A loss decaying geometrically: drops 1.0, 0.4, 0.24, 0.16 (0.24 is under a quarter of
+    the largest drop), relative improvements 50%, 40%, 40%, 44% (never under 25%)."""
+    params = AdaGPParams(warmup_epochs=1, plateau_improvement=0.25, plateau_reference=reference)
+    technique = AdaGP(params)
+    for epoch, loss in enumerate((2.0, 1.0, 0.6, 0.36, 0.2)):
         technique.epoch.bp, technique.epoch.loss_sum = 10, 10 * loss
         technique.end_epoch(epoch, validation_loss=0.0)
         technique.epoch_figures()
-        assert technique.gp_open == (epoch == 2)
+        assert technique.gp_open == (opens_at is not None and epoch >= opens_at), epoch
     assert AdaGP(AdaGPParams(plateau_improvement=1.0)).gp_open
 
 

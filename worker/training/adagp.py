@@ -143,18 +143,27 @@ class _Feedback:
         direct = (error @ self.projection).reshape(y.shape)
         # channels: dim 1 of a conv's (B, K, H, W), the last dim of a linear layer's output
         shape = (1, -1, 1, 1) if is_conv else (*([1] * (y.dim() - 1)), -1)
-        gate = torch.sigmoid(y * self.gate_scale.reshape(shape) + self.gate_shift.reshape(shape))
-        return direct * gate
+        gate = torch.addcmul(self.gate_shift.reshape(shape), y, self.gate_scale.reshape(shape))
+        if torch.is_grad_enabled():
+            return direct * torch.sigmoid(gate)
+        return direct.mul_(gate.sigmoid_())
 
 
 @dataclass
 class _Formed:
     """`feedback` on one batch: the predictor's raw output (autograd on its parameters), the
-    predicted output gradient and the weight gradient formed from it on the array."""
+    predicted output gradient (raw x scale, the scale kept apart: it multiplies the small
+    weight gradient rather than the output-sized dy) and the weight gradient formed from it on
+    the array."""
 
     raw: Tensor
-    output_grad: Tensor
+    scale: Tensor | float
     weight_grad: Tensor | None
+
+    def bias_grad(self, is_conv: bool) -> Tensor:
+        dy = self.raw.detach()
+        summed = dy.sum((0, 2, 3)) if is_conv else dy.reshape(-1, dy.shape[-1]).sum(0)
+        return summed * self.scale
 
 
 @dataclass
@@ -345,13 +354,12 @@ class AdaGP(Technique):
                 if state.normalization is not None:
                     raw = _normalized_projection(raw, state.y, state.normalization.eps)
             scale = feedback.scale if feedback.scale is not None else 1.0
-            dy = raw.detach() * scale
             weight_grad = None
             if form_weight:
-                weight_grad = _weight_grad(state.layer, state.x, dy)
+                weight_grad = _weight_grad(state.layer, state.x, raw.detach()).mul_(scale)
                 if with_autograd:  # a BP batch: formed only to measure the cosine
                     self.weight_formations[name] = self.weight_formations.get(name, 0) + 1
-            out[name] = _Formed(raw, dy, weight_grad)
+            out[name] = _Formed(raw, scale, weight_grad)
         return out
 
     def _predict(self) -> None:
@@ -369,9 +377,9 @@ class AdaGP(Technique):
                 weight_grad = formed[name].weight_grad
                 assert weight_grad is not None
                 gain = self._gain(state, weight_grad)
-                state.weight.grad = weight_grad * gain
+                state.weight.grad = weight_grad.mul_(gain)
                 if bias is not None:
-                    bias.grad = _bias_grad(formed[name].output_grad, state.layer.is_conv) * gain
+                    bias.grad = formed[name].bias_grad(state.layer.is_conv) * gain
             elif predictor == "none":
                 state.weight.grad = torch.zeros_like(state.weight)
 
@@ -642,8 +650,7 @@ def _normalized_projection(dy: Tensor, y: Tensor, eps: float) -> Tensor:
     centred = y - y.mean(dims, keepdim=True)
     variance = centred.square().mean(dims, keepdim=True) + eps
     along = (dy * centred).mean(dims, keepdim=True) / variance  # y_hat mean(dy y_hat) / centred
-    return dy - torch.addcmul(dy.mean(dims, keepdim=True), centred, along)
-
-
-def _bias_grad(dy: Tensor, is_conv: bool) -> Tensor:
-    return dy.sum((0, 2, 3)) if is_conv else dy.reshape(-1, dy.shape[-1]).sum(0)
+    mean = dy.mean(dims, keepdim=True)
+    if torch.is_grad_enabled():
+        return dy - torch.addcmul(mean, centred, along)
+    return dy.sub_(mean).addcmul_(centred, along, value=-1)

@@ -46,7 +46,7 @@ DESIGNS: dict[str, list] = {
     "feedback, plateau vs previous loss": [AdaGPParams(plateau_reference="previous_loss")],
     "feedback, max GP run 1": [AdaGPParams(max_gp_batches=1)],
     "feedback, max GP run 4": [AdaGPParams(max_gp_batches=4)],
-    "feedback, lengthen at 2x reference": [AdaGPParams(lengthen_ratio=2.0, shorten_ratio=1.0)],
+    "feedback, lengthen at 1x reference": [AdaGPParams(lengthen_ratio=1.0, shorten_ratio=0.5)],
     "feedback, plateau 0.1": [AdaGPParams(plateau_improvement=0.1)],
     "history (running mean)": [AdaGPParams(predictor="history")],
     "none (control), 1:1 after warm-up": [

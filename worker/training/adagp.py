@@ -25,17 +25,18 @@ Predictors (`predictor`):
   scale), so the true dW is orthogonal to each output channel's weights; unprojected, dy_pred
   keeps a per-channel mean, which after ReLU inputs (x >= 0) puts a large spurious sum(x) term
   into every channel's dW_pred. Measured on ResNet-8/Fashion-MNIST (seed 0, GP batches, true
-  gradient computed alongside): the convs' cosine with the true dW rose from 0.07-0.35 to
-  0.19-0.73. The predictor is trained through the projection (its MSE is on the projected
-  output; the target already lies in that subspace). Cost: 9 ops per output element (centring,
-  three per-channel sums, a multiply-add, a subtraction) on the batches that form dy_pred
-  (`projection_ops`).
+  gradient computed alongside by benchmarks/adagp_gp_batches.py): the convs' cosine with the
+  true dW rose from 0.08-0.35 to 0.20-0.74. The predictor is trained through the projection
+  (its MSE is on the projected output; the target already lies in that subspace). Cost: 9 ops
+  per output element (centring, three per-channel sums, a multiply-add, a subtraction) on the
+  batches that form dy_pred (`projection_ops`).
   BatchNorm's own scale and shift get no gradient on GP batches (no backward reaches them);
   the optimiser skips them (no momentum, no weight decay), and their running statistics update
   in the GP batch's ordinary training-mode forward. Measured: replacing the predicted conv and
   linear gradients on GP batches by the true ones (BatchNorm still frozen) loses nothing on
   ResNet-8 (78.9 against 78.7 % at GP fraction 0.29, seed 0): the accuracy GP costs comes
-  from the predictions, not from BatchNorm's handling.
+  from the predictions, not from BatchNorm's handling. The measured frontier (GP fraction
+  against accuracy, per design) is in benchmarks/adagp_frontier.py.
 - `history`: the prediction is a running mean (momentum `history_momentum`) of the layer's true
   gradients on BP batches, refreshed by every true gradient; no GEMM, a multiply-add per weight
   per BP batch. Measured under SGD with momentum 0.9 its cosine with the next true gradient is

@@ -225,8 +225,11 @@ def test_mercury_and_sparsetrain_compose() -> None:
     assert fwd.reused_row_fraction > 0
 
 
-def _gp_weight_grads(monkeypatch: pytest.MonkeyPatch, params: AdaGPParams) -> list[dict]:
-    """Per GP batch of a ResNet-8 training: each layer's (weight, predicted weight gradient)."""
+def _gp_weight_grads(
+    monkeypatch: pytest.MonkeyPatch, params: AdaGPParams
+) -> tuple[list[dict], TrainingResult]:
+    """Per GP batch of a ResNet-8 training: each layer's (weight, predicted weight gradient,
+    state); and the training's result."""
     technique = AdaGP(params)
     seen: list[dict] = []
     _after_each_gp_step(
@@ -238,8 +241,7 @@ def _gp_weight_grads(monkeypatch: pytest.MonkeyPatch, params: AdaGPParams) -> li
         }),
     )  # fmt: skip
     config = CONFIG.model_copy(update={"model": "resnet8", "width": 4, "train_samples": 320})
-    run_training(config, [params])
-    return seen
+    return seen, run_training(config, [params])
 
 
 def _radial_cosines(weight: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
@@ -255,7 +257,7 @@ def test_layers_feeding_batchnorm_get_predictions_orthogonal_to_their_weights(
     along the normalised output per channel, so the true dW is orthogonal to each channel's
     weights; the projected prediction is too (unprojected it is not), and the classifier, which
     feeds no BatchNorm, is left alone."""
-    projected = _gp_weight_grads(monkeypatch, PINNED)
+    projected, result = _gp_weight_grads(monkeypatch, PINNED)
     assert projected
     last = projected[-1]
     normalized = {name for name, (_, _, state) in last.items() if state.normalization is not None}
@@ -265,6 +267,13 @@ def test_layers_feeding_batchnorm_get_predictions_orthogonal_to_their_weights(
             weight, grad, _ = batch[name]
             if grad.norm() > 0:
                 assert _radial_cosines(weight, grad).abs().max() < 1e-3, name
-    raw = _gp_weight_grads(monkeypatch, PINNED.model_copy(update={"normalized_projection": False}))
+    # the projection's work is charged where the prediction is formed, for normalized layers
+    ops = _ops(result)
+    for name in last:
+        project = ops[(f"{name}.predictor.feedback", TrainingPass.FWD, "overhead")]
+        assert ("projection_ops" in project.extra_ops) == (name in normalized), name
+    raw, _ = _gp_weight_grads(
+        monkeypatch, PINNED.model_copy(update={"normalized_projection": False})
+    )
     weight, grad, _ = raw[-1]["stages.0.conv1"]
     assert _radial_cosines(weight, grad).abs().max() > 0.01

@@ -9,9 +9,10 @@ Printed per layer, means over the run's GP batches: cosine of the applied gradie
 one, applied norm / true norm, and the cosine of each with the layer's weights (behind BatchNorm
 the true dW is orthogonal to the weights: 0.000).
 
-`--apply true` is the ablation: GP batches apply the true conv/linear gradients instead of the
-predictions (BatchNorm still frozen, weight decay and momentum as they are), to tell whether
-the predictions or GP's handling of the rest costs accuracy.
+`--apply true` is the ablation: GP batches apply the true conv/linear gradients (weights and
+biases) instead of the predictions (weight decay and momentum as they are), to tell whether the
+predictions or GP's handling of the rest costs accuracy; `--norm` sets what BatchNorm's scale
+and shift get on GP batches (with `--apply true --norm true` a GP batch is a BP batch).
 
     python benchmarks/adagp_gp_batches.py [--model resnet8|lenet5] [--seed S] [--epochs E]
         [--apply predicted|true] [--params JSON]    (JSON: AdaGPParams fields)
@@ -47,9 +48,10 @@ def _cosine(a: Tensor, b: Tensor) -> float:
 class ObservedAdaGP(AdaGP):
     """ADA-GP whose GP batches also compute (and, with `apply_true`, apply) true gradients."""
 
-    def __init__(self, params: AdaGPParams, apply_true: bool) -> None:
+    def __init__(self, params: AdaGPParams, apply_true: bool, norm: str = "frozen") -> None:
         super().__init__(params)
         self.apply_true = apply_true
+        self.norm = norm
         self.gp_batch = False
         self.rows: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
         self.norm_parameters: list[nn.Parameter] = []
@@ -72,6 +74,12 @@ class ObservedAdaGP(AdaGP):
             super().before_step(step, True, loss)
             return
         true = {name: s.weight.grad.detach().clone() for name, s in self.states.items()}
+        norm_true = [p.grad.detach().clone() for p in self.norm_parameters]
+        bias_true = {
+            name: s.bias.grad.detach().clone()
+            for name, s in self.states.items()
+            if s.bias is not None and s.bias.grad is not None
+        }
         for parameter in [p for s in self.states.values() for p in s.layer.parameters()]:
             parameter.grad = None
         for parameter in self.norm_parameters:
@@ -86,6 +94,13 @@ class ObservedAdaGP(AdaGP):
             self.rows[name].append((_cosine(p, g), ratio, _cosine(p, weight), _cosine(g, weight)))
             if self.apply_true:
                 state.weight.grad = true[name]
+                if state.bias is not None:
+                    state.bias.grad = bias_true.get(name)
+        for parameter, grad in zip(self.norm_parameters, norm_true, strict=True):
+            if self.norm == "true":
+                parameter.grad = grad
+            elif self.norm == "momentum":
+                parameter.grad = torch.zeros_like(grad)
 
 
 def main() -> None:
@@ -95,10 +110,17 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--apply", choices=["predicted", "true"], default="predicted")
     parser.add_argument("--params", default="{}", help="AdaGPParams fields as JSON")
+    parser.add_argument(
+        "--norm",
+        choices=["frozen", "momentum", "true"],
+        default="frozen",
+        help="BatchNorm scale and shift on GP batches: no gradient (as in ADA-GP), a zero one "
+        "(the optimiser's momentum and weight decay go on), the true one",
+    )
     args = parser.parse_args()
     engine.configure_threads = lambda: torch.set_num_threads(1)
     params = AdaGPParams(**json.loads(args.params))
-    technique = ObservedAdaGP(params, apply_true=args.apply == "true")
+    technique = ObservedAdaGP(params, apply_true=args.apply == "true", norm=args.norm)
     engine.build_techniques = lambda _params: [technique]
     config = TrainingConfig(
         **MODELS[args.model], epochs=args.epochs, batch_size=64, seed=args.seed

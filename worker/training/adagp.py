@@ -32,11 +32,12 @@ Predictors (`predictor`):
   batches that form dy_pred (`projection_ops`).
   BatchNorm's own scale and shift get no gradient on GP batches (no backward reaches them);
   the optimiser skips them (no momentum, no weight decay), and their running statistics update
-  in the GP batch's ordinary training-mode forward. Measured: replacing the predicted conv and
-  linear gradients on GP batches by the true ones (BatchNorm still frozen) loses nothing on
-  ResNet-8 (78.9 against 78.7 % at GP fraction 0.29, seed 0): the accuracy GP costs comes
-  from the predictions, not from BatchNorm's handling. The measured frontier (GP fraction
-  against accuracy, per design) is in benchmarks/adagp_frontier.py.
+  in the GP batch's ordinary training-mode forward. Measured on ResNet-8 (seeds 0-2):
+  replacing the predicted conv and linear gradients on GP batches by the true ones, BatchNorm
+  still frozen, gives -0.1 points on average against the baseline (-0.4 at worst), against
+  -0.7 with the predictions: the accuracy GP costs comes mostly from the predictions. The
+  measured frontier (GP fraction against accuracy, per design) is in
+  benchmarks/adagp_frontier.py.
 - `history`: the prediction is a running mean (momentum `history_momentum`) of the layer's true
   gradients on BP batches, refreshed by every true gradient; no GEMM, a multiply-add per weight
   per BP batch. Measured under SGD with momentum 0.9 its cosine with the next true gradient is

@@ -46,7 +46,8 @@ training on BP batches, the gate and the projection), which an array without a p
 runs itself; the `none` control, which predicts nothing, shows what skipping BWD-DATA alone is
 worth.
 
-Pilot seeds 100-102 (the designs the ratios were chosen from; `--seeds 100 101 102`):
+Pilot seeds 100-102 (the designs the ratios were chosen from, lengthening at 1x the reference
+unless said; `--seeds 100 101 102`; GP fraction / delta pts):
 ResNet-8: lengthen at 1x 0.303 / -0.73 +- 1.23, at 2x (now the default) 0.211 / -0.33 +- 0.87,
 max GP run 1 0.206 / -0.53 +- 2.91, plateau 0.1 0.274 / -0.53 +- 0.94; LeNet-5: 1x 0.418 /
 -0.27 +- 0.26, 2x 0.398 / -0.15 +- 0.00, max GP run 1 0.284 / -0.20 +- 0.25, plateau 0.1 0.359 /

@@ -8,6 +8,11 @@ evaluation. Every run is timed on its epochs after the first, which carries one-
 warm-up (no waiting for the loss to flatten), the regime where GP steps dominate.
 
 Targets: mercury <= 2.0x, sparsetrain <= 1.3x, adagp <= 1.0x once GP steps dominate.
+Measured for ADA-GP (`--only "adagp (GP-dominant)"`, defaults otherwise): LeNet-5 1.28x,
+ResNet-8 1.18x (before the BatchNorm projection of the predicted gradient, the same day: 1.30x,
+1.14x). Not met: a GP batch now costs about what a baseline batch does (the BWD-DATA it skips is
+paid for by the predictor's forward and the dW it forms), and the BP batch, which also trains
+the predictors, about 2.6-2.7x.
 
 Steady state is what is timed: a worker process is long-lived and trains many runs, so before
 timing, each technique trains two batches of each workload once. That compiles its numba kernels

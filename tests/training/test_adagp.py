@@ -4,6 +4,7 @@ workload; the GP fraction counts warm-up; the predictor learns; techniques compo
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -42,6 +43,21 @@ def backward_counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(engine, "build_model", counting_build)
     return counts
+
+
+def _after_each_gp_step(
+    monkeypatch: pytest.MonkeyPatch, technique: AdaGP, check: Callable[[], None]
+) -> None:
+    """The training uses `technique`; `check` runs after it set a GP batch's gradients."""
+    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    before_step = technique.before_step
+
+    def checking(step: Step, backward_ran: bool, loss: float) -> None:
+        before_step(step, backward_ran, loss)
+        if not backward_ran:
+            check()
+
+    monkeypatch.setattr(technique, "before_step", checking)
 
 
 def _ops(result: TrainingResult) -> dict[tuple[str, str, str], GemmOp]:
@@ -143,13 +159,20 @@ def test_adaptive_rule_moves_the_gp_run_within_bounds() -> None:
     assert shrinking < 0.6 < growing
 
 
-def test_gp_waits_for_the_training_loss_to_flatten() -> None:
-    technique = AdaGP(AdaGPParams(warmup_epochs=1, plateau_improvement=0.25))
-    for epoch, loss in enumerate((2.0, 1.0, 0.8)):  # improvements: -, 50%, 20%
+@pytest.mark.parametrize(
+    ("reference", "opens_at"),
+    [("largest_drop", 3), ("previous_loss", None)],
+)
+def test_gp_waits_for_the_training_loss_to_flatten(reference: str, opens_at: int | None) -> None:
+    """A loss decaying geometrically: drops 1.0, 0.4, 0.24, 0.16 (0.24 is under a quarter of
+    the largest drop), relative improvements 50%, 40%, 40%, 44% (never under 25%)."""
+    params = AdaGPParams(warmup_epochs=1, plateau_improvement=0.25, plateau_reference=reference)
+    technique = AdaGP(params)
+    for epoch, loss in enumerate((2.0, 1.0, 0.6, 0.36, 0.2)):
         technique.epoch.bp, technique.epoch.loss_sum = 10, 10 * loss
         technique.end_epoch(epoch, validation_loss=0.0)
         technique.epoch_figures()
-        assert technique.gp_open == (epoch == 2)
+        assert technique.gp_open == (opens_at is not None and epoch >= opens_at), epoch
     assert AdaGP(AdaGPParams(plateau_improvement=1.0)).gp_open
 
 
@@ -178,21 +201,16 @@ def test_gp_steps_are_calibrated_to_the_cosine_times_the_true_gradient_norm(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     technique = AdaGP(PINNED)
-    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
     checked: list[str] = []
-    before_step = technique.before_step
 
-    def checking(step: Step, backward_ran: bool, loss: float) -> None:
-        before_step(step, backward_ran, loss)
-        if backward_ran:
-            return
+    def checking() -> None:
         for name, state in technique.states.items():
             assert state.cosine_mean is not None and state.grad_norm is not None
             expected = max(state.cosine_mean, 0.0) * state.grad_norm
             assert float(state.weight.grad.norm()) == pytest.approx(expected, rel=1e-4), name
             checked.append(name)
 
-    monkeypatch.setattr(technique, "before_step", checking)
+    _after_each_gp_step(monkeypatch, technique, checking)
     run_training(CONFIG, [PINNED])
     assert len(checked) == SECOND_EPOCH_GP * len(technique.states)
 
@@ -205,3 +223,57 @@ def test_mercury_and_sparsetrain_compose() -> None:
     assert epoch.per_layer["conv2"]["grad_density_pruned"] < 1
     fwd = next(o for o in result.workload.ops if o.layer == "conv1" and o.pass_ == "fwd")
     assert fwd.reused_row_fraction > 0
+
+
+def _gp_weight_grads(
+    monkeypatch: pytest.MonkeyPatch, params: AdaGPParams
+) -> tuple[list[dict], TrainingResult]:
+    """Per GP batch of a ResNet-8 training: each layer's (weight, predicted weight gradient,
+    state); and the training's result."""
+    technique = AdaGP(params)
+    seen: list[dict] = []
+    _after_each_gp_step(
+        monkeypatch,
+        technique,
+        lambda: seen.append({
+            name: (state.weight.detach().clone(), state.weight.grad.clone(), state)
+            for name, state in technique.states.items()
+        }),
+    )  # fmt: skip
+    config = CONFIG.model_copy(update={"model": "resnet8", "width": 4, "train_samples": 320})
+    return seen, run_training(config, [params])
+
+
+def _radial_cosines(weight: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """Per output channel: cosine between the channel's weights and its gradient."""
+    w, g = weight.reshape(len(weight), -1), grad.reshape(len(grad), -1)
+    return (w * g).sum(1) / (w.norm(dim=1) * g.norm(dim=1)).clamp_min(1e-30)
+
+
+def test_layers_feeding_batchnorm_get_predictions_orthogonal_to_their_weights(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """BatchNorm's backward leaves a conv's true output gradient with zero mean and nothing
+    along the normalised output per channel, so the true dW is orthogonal to each channel's
+    weights; the projected prediction is too (unprojected it is not), and the classifier, which
+    feeds no BatchNorm, is left alone."""
+    projected, result = _gp_weight_grads(monkeypatch, PINNED)
+    assert projected
+    last = projected[-1]
+    normalized = {name for name, (_, _, state) in last.items() if state.normalization is not None}
+    assert normalized == {name for name in last if name != "fc"}
+    for batch in projected:
+        for name in normalized:
+            weight, grad, _ = batch[name]
+            if grad.norm() > 0:
+                assert _radial_cosines(weight, grad).abs().max() < 1e-3, name
+    # the projection's work is charged where the prediction is formed, for normalized layers
+    ops = _ops(result)
+    for name in last:
+        project = ops[(f"{name}.predictor.feedback", TrainingPass.FWD, "overhead")]
+        assert ("projection_ops" in project.extra_ops) == (name in normalized), name
+    raw, _ = _gp_weight_grads(
+        monkeypatch, PINNED.model_copy(update={"normalized_projection": False})
+    )
+    weight, grad, _ = raw[-1]["stages.0.conv1"]
+    assert _radial_cosines(weight, grad).abs().max() > 0.01

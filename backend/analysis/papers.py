@@ -3,8 +3,8 @@ and by `benchmarks/paper_check.py`.
 
 A *miniature* is a small, fully written-out experiment that asks each paper's question on this
 installation (its paper's accelerator preset beside the generic ones, 3 seeds). The miniatures
-ship inside the package (`backend/analysis/miniatures/`, so an installed server has them); the
-user-facing copies are `examples/papers/*.yaml`, and a test asserts the two are identical.
+ship inside the package (`backend/analysis/miniatures/`, so an installed server has them);
+`examples/papers/*.yaml`, where users find them, are links to those files.
 
 Which stored runs are a miniature's (the open choice): those of experiments whose stored spec
 equals the miniature's spec, validated the same way, apart from `team_id` (where it was shared).

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import Field, computed_field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 # Each request at work holds at most two pooled database connections (db/session.py pools 40)
 # and one worker thread at a time (the thread pool has 40).
@@ -116,6 +117,20 @@ class Settings(BaseSettings):
     @property
     def effective_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir.resolve() / 'orrery.db'}"
+
+    @property
+    def worker_database_url(self) -> str:
+        """The database URL workers use. On PostgreSQL it ends any transaction a worker leaves
+        idle for a lease (idle_in_transaction_session_timeout): a worker stopped (SIGSTOP, a
+        paused VM) between a write and its commit would otherwise hold the training's row lock,
+        and the reconciler taking its lease back would wait for it for as long as it stays
+        stopped. Such a worker has lost its lease by then anyway."""
+        url = make_url(self.effective_database_url)
+        if not url.drivername.startswith("postgresql"):
+            return self.effective_database_url
+        timeout_ms = int(self.lease_seconds * 1000)
+        options = f"-c idle_in_transaction_session_timeout={timeout_ms}"
+        return url.update_query_dict({"options": options}).render_as_string(hide_password=False)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -36,3 +36,32 @@ def test_invalid_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORRERY_TASK_TIME_LIMIT", "5")
     with pytest.raises(ValueError, match="task_time_limit"):
         Settings()
+
+
+def test_a_worker_transaction_left_idle_past_the_lease_releases_its_locks(
+    postgres_url: str,
+) -> None:
+    """A worker stopped between a write and its commit must not hold the row the reconciler
+    takes its lease back on: PostgreSQL ends the worker's idle transaction after a lease."""
+    import time
+
+    from sqlalchemy import create_engine, text
+
+    worker_url = Settings(database_url=postgres_url, lease_seconds=1).worker_database_url
+    worker, other = create_engine(worker_url), create_engine(postgres_url)
+    try:
+        with other.begin() as db:
+            db.execute(text("CREATE TABLE lease_row (id int PRIMARY KEY, beat int)"))
+            db.execute(text("INSERT INTO lease_row VALUES (1, 0)"))
+        stopped = worker.connect()
+        stopped.begin()
+        stopped.execute(text("UPDATE lease_row SET beat = 1 WHERE id = 1"))  # then no commit
+        time.sleep(1.5)
+        with other.begin() as db:  # would wait for the row lock for as long as it is held
+            db.execute(text("SET LOCAL lock_timeout = '5s'"))
+            assert db.execute(text("UPDATE lease_row SET beat = 2 WHERE id = 1")).rowcount == 1
+        with other.connect() as db:
+            assert db.execute(text("SELECT beat FROM lease_row")).scalar() == 2
+    finally:
+        worker.dispose()
+        other.dispose()

@@ -68,7 +68,7 @@ def _start_beating(sender: Any = None, **_: Any) -> None:
     settings = get_settings()
     name = getattr(sender, "hostname", None) or f"{socket.gethostname()}:{os.getpid()}"
     interval = LeaseTerms.of(settings).heartbeat_interval
-    _beat = WorkerBeat(settings.effective_database_url, name, interval)
+    _beat = WorkerBeat(settings.worker_database_url, name, interval)
     _beat.start()
 
 

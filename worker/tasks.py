@@ -43,7 +43,7 @@ def train(self: Task, training_id: int) -> dict[str, object]:
 
     settings = get_settings()
     status = run_training_job(
-        settings.effective_database_url,
+        settings.worker_database_url,
         training_id,
         self.request.id,
         on_progress=on_progress,

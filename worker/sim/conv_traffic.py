@@ -47,7 +47,7 @@ instead (the smaller of the two counts is taken, as a compiler choosing its tran
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -102,28 +102,20 @@ def _rows_geometry(conv: ConvGeometry) -> _Rows:
     )
 
 
-# Counting works on "pairs": (position tile, kernel rows) x (position tile, kernel rows) of one
-# channel, whose common input rows go, times a multiplicity, into a bin. A fold's rows are the
-# rows it shares with itself. Pairs of many GEMMs are counted together, each carrying its
-# geometry, as the rows of one table:
-_PAIR_COLUMNS = (
-    "bin",
-    "n0", "a0", "n1", "b1", "r0", "r1",  # the first tile: images n0..n1, from row a0 to row b1
-    "m0", "c0", "m1", "d1", "q0", "q1",  # the second tile, likewise
-    "weight", "out_h", "height", "stride", "pad",
-)  # fmt: skip
-
-
 @dataclass(frozen=True)
 class _Pairs:
+    """Pairs (position tile, kernel rows) x (position tile, kernel rows) of one channel, whose
+    common input rows go, times a multiplicity, into a bin; a fold's rows are the rows it
+    shares with itself. Pairs of many GEMMs are counted together, each carrying its geometry."""
+
     bin: np.ndarray
-    n0: np.ndarray
+    n0: np.ndarray  # the first tile: images n0..n1, from row a0 to row b1; kernel rows r0..r1
     a0: np.ndarray
     n1: np.ndarray
     b1: np.ndarray
     r0: np.ndarray
     r1: np.ndarray
-    m0: np.ndarray
+    m0: np.ndarray  # the second tile, likewise: m0, c0, m1, d1; kernel rows q0..q1
     c0: np.ndarray
     m1: np.ndarray
     d1: np.ndarray
@@ -134,6 +126,9 @@ class _Pairs:
     height: np.ndarray
     stride: np.ndarray
     pad: np.ndarray
+
+    def take(self, idx: np.ndarray) -> _Pairs:
+        return _Pairs(*(getattr(self, f.name)[idx] for f in fields(self)))
 
 
 @dataclass(frozen=True)
@@ -189,7 +184,7 @@ def _count_pairs(t: _Pairs, bins: int) -> np.ndarray:
     rows = np.where(last >= first, _count_in_image(t, first), 0)
     more = np.flatnonzero(last > first)
     if len(more):
-        m = _Pairs(*(column[more] for column in _columns(t)))
+        m = t.take(more)
         end = m.out_h - 1
         whole = _count_both(m.stride, _span(m, 0, end, m.r0, m.r1), _span(m, 0, end, m.q0, m.q1))
         middle = last[more] - first[more] - 1
@@ -203,10 +198,6 @@ def _count_in_image(t: _Pairs, image: np.ndarray) -> np.ndarray:
     a, b = np.where(image == t.n0, t.a0, 0), np.where(image == t.n1, t.b1, end)
     c, d = np.where(image == t.m0, t.c0, 0), np.where(image == t.m1, t.d1, end)
     return _count_both(t.stride, _span(t, a, b, t.r0, t.r1), _span(t, c, d, t.q0, t.q1))
-
-
-def _columns(t: _Pairs) -> tuple[np.ndarray, ...]:
-    return tuple(getattr(t, name) for name in _PAIR_COLUMNS)
 
 
 @dataclass(frozen=True)

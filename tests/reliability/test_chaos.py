@@ -35,7 +35,7 @@ from tests.reliability.chaos import (
 from tests.reliability.services import OwnPostgres, OwnRedis, running_postgres
 from tests.reliability.test_postgres_restart import create_database
 
-EPOCHS = 8
+EPOCHS = 30
 SPEC = {
     "name": "chaos",
     # One training (seconds on a quiet machine, minutes on a busy one) on two accelerators.

@@ -14,7 +14,7 @@ from backend.specs.training import AdaGPParams, MercuryParams, SparseTrainParams
 from worker.sim.simulate import simulate
 from worker.sim.workload import GemmOp, TrainingPass
 from worker.training import engine, run_training
-from worker.training.adagp import AdaGP, run_gp_fraction
+from worker.training.adagp import AdaGP, _Feedback, run_gp_fraction
 from worker.training.results import TrainingResult
 from worker.training.technique import Step
 
@@ -277,3 +277,48 @@ def test_layers_feeding_batchnorm_get_predictions_orthogonal_to_their_weights(
     )
     weight, grad, _ = raw[-1]["stages.0.conv1"]
     assert _radial_cosines(weight, grad).abs().max() > 0.01
+
+
+@pytest.mark.parametrize("is_conv", [True, False])
+@pytest.mark.parametrize("normalized", [True, False])
+def test_the_feedback_predictor_trains_on_the_gradients_autograd_gives(
+    is_conv: bool, normalized: bool
+) -> None:
+    """The predictor's closed-form training gradients (and its prediction) equal autograd's
+    through the forward written out plainly: the gated product, BatchNorm's projection and the
+    MSE against the scaled true output gradient."""
+    torch.manual_seed(0)
+    double = torch.float64
+    classes, batch = 10, 8
+    y = (
+        torch.randn(batch, 4, 5, 5, dtype=double)
+        if is_conv
+        else torch.randn(batch, 6, dtype=double)
+    )
+    channels = y.shape[1] if is_conv else y.shape[-1]
+    feedback = _Feedback(
+        torch.nn.Parameter(torch.randn(classes, y[0].numel(), dtype=double)),
+        torch.nn.Parameter(torch.randn(channels, dtype=double)),
+        torch.nn.Parameter(torch.randn(channels, dtype=double)),
+        scale=torch.tensor(0.3, dtype=double),
+    )
+    error, target = torch.randn(batch, classes, dtype=double), torch.randn_like(y)
+    eps = 1e-5 if normalized else None
+
+    b, a, c = (p.detach().clone().requires_grad_() for p in feedback.parameters())
+    shape = (1, -1, 1, 1) if is_conv else (1, -1)
+    reference = (error @ b).view(y.shape) * torch.sigmoid(a.view(shape) * y + c.view(shape))
+    if normalized:
+        dims = [d for d in range(y.dim()) if d != 1]
+        centred = y - y.mean(dims, keepdim=True)
+        variance = centred.square().mean(dims, keepdim=True) + 1e-5
+        along = (reference * centred).mean(dims, keepdim=True) / variance
+        reference = reference - reference.mean(dims, keepdim=True) - centred * along
+    torch.nn.functional.mse_loss(reference, target / 0.3).backward()
+
+    prediction = feedback.predict(error, y, is_conv, eps, for_training=True)
+    torch.testing.assert_close(prediction.output, reference.detach())
+    feedback.set_gradients(prediction, error, y, target, is_conv)
+    for mine, autograd in zip(feedback.parameters(), (b, a, c), strict=True):
+        assert mine.grad is not None and autograd.grad is not None
+        torch.testing.assert_close(mine.grad, autograd.grad)

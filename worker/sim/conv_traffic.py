@@ -472,10 +472,15 @@ def _fold_plan(g: _Rows, outer: tuple[str, int], inner: tuple[str, int]) -> _Fol
     )
 
 
+def _fit_one_half(rows: int, row_words: int, half_words: float) -> bool:
+    """Residency's first rule: rows that fit one SRAM half are each moved once."""
+    return rows * row_words <= half_words
+
+
 def input_reads(folds: FoldRows, half_words: float) -> float:
     """Words of input rows read from DRAM for one group."""
     w = folds.row_words
-    if folds.touched * w <= half_words:
+    if _fit_one_half(folds.touched, w, half_words):
         return float(folds.touched * w)
     return float(folds.counts.moved(w, half_words) * w)
 
@@ -483,7 +488,7 @@ def input_reads(folds: FoldRows, half_words: float) -> float:
 def output_traffic(folds: FoldRows, half_words: float) -> tuple[float, float]:
     """(writes, reads) of dX in image space for one group."""
     w = folds.row_words
-    if folds.image_rows * w <= half_words:
+    if _fit_one_half(folds.image_rows, w, half_words):
         return float(folds.image_rows * w), 0.0
     written = folds.counts.moved(w, half_words)
     untouched = folds.image_rows - folds.touched
@@ -498,9 +503,10 @@ _HALF_OF_PASS = {
 
 
 def _fits(folds: FoldRows, op: GemmOp, half_words: float) -> bool:
-    """Whether the operand's tensor fits one SRAM half: its traffic needs no per-fold count."""
+    """Whether the operand's tensor fits one SRAM half (the rows `output_traffic` or
+    `input_reads` hold): its traffic needs no per-fold count."""
     held = folds.image_rows if op.pass_ is TrainingPass.BWD_DATA else folds.touched
-    return held * folds.row_words <= half_words
+    return _fit_one_half(held, folds.row_words, half_words)
 
 
 def with_tensor_traffic(

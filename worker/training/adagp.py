@@ -12,12 +12,12 @@ Predictors (`predictor`):
   (where the downstream ReLU is off no gradient flows):  dy_pred = (e B_l) * sigmoid(a_k y + c_k).
   The weight gradient is then formed on the array, dW = dy_pred x^T, a real BWD-WEIGHT GEMM; only
   BWD-DATA is skipped. B_l (zero at the start), a and c are trained by regression (MSE on the
-  gradient divided by its running RMS, Adam) on the true output gradients of BP batches, as
-  synthetic gradients are (Jaderberg et al. 2017); it is learned direct feedback (Nokland 2016
-  uses a fixed random B). Per layer it sees what determines dW = sum dy x^T: each sample's input
-  x, its output y and, through e, its label. Measured on LeNet-5/MNIST its cosine with the true
-  dW is 0.3-0.5 (convs), 0.5-0.75 (hidden linear layers) and 0.96+ (classifier), against
-  0.1-0.45 for the previous BP batch's gradient.
+  gradient divided by its running RMS, Adam, the gradients in closed form) on the true output
+  gradients of BP batches, as synthetic gradients are (Jaderberg et al. 2017); it is learned
+  direct feedback (Nokland 2016 uses a fixed random B). Per layer it sees what determines
+  dW = sum dy x^T: each sample's input x, its output y and, through e, its label. Measured on
+  LeNet-5/MNIST its cosine with the true dW is 0.3-0.5 (convs), 0.5-0.75 (hidden linear
+  layers) and 0.96+ (classifier), against 0.1-0.45 for the previous BP batch's gradient.
   BatchNorm (`normalized_projection`): a layer whose output y feeds a BatchNorm (found by a
   forward pre-hook seeing y arrive) gets dy_pred projected as BatchNorm's backward projects the
   true gradient, per channel dy - mean(dy) - y_hat mean(dy y_hat). The true dy has neither a
@@ -87,7 +87,9 @@ What the workload charges (annotate_workload):
   same product is formed to measure the cosine, an overhead GEMM on the array; the predictor's
   GEMMs run on the predictor unit: e B_l (FWD, every batch: the prediction is formed on GP
   batches and for training on BP batches) and its weight gradient (BWD-WEIGHT, BP batches); the
-  gate's elementwise work and the BatchNorm projection are extra ops;
+  gate's elementwise work and the BatchNorm projection are extra ops, and so is the training
+  step's (`training_ops`: the residual, the gate's derivative, the sums for a and c and, for a
+  layer feeding a BatchNorm, the residual's projection);
 - every predictor: the reference on every BP batch is three dot products over the layer's
   weights (a predictor-unit GEMM m=1, k=weights, n=3) plus a copy of the true gradient kept
   for the next one (`result_copies`); the predicted cosine two more (n=2) on the measured
@@ -104,7 +106,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from backend.specs.training import AdaGPParams
@@ -114,10 +115,16 @@ from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps
 
 LOSS_RISE_TOLERANCE = 0.1  # a BP loss this much above its running mean counts as rising
 NORM_MOMENTUM = 0.9  # running norm of the true gradient
-COSINE_DOTS = 5
+COSINE_DOTS = 5  # <p, g>, <p, p>, <g, g>, <g_prev, g>, <g_prev, g_prev>
 # BatchNorm projection per output element: centring y, the three per-channel sums (y^2, dy,
 # dy y), the multiply-add and the subtraction
-PROJECTION_OPS = 9  # <p, g>, <p, p>, <g, g>, <g_prev, g>, <g_prev, g_prev>
+PROJECTION_OPS = 9
+# the predictor's training step per output element (`_Feedback.set_gradients`): the residual
+# (a multiply-add and a scaling), its product with the gate, the gate's derivative (1 - gate,
+# two products), the two per-channel sums for a and c (a multiply-add and an add); a layer
+# feeding a BatchNorm also projects the residual (two sums, a subtraction, a multiply-add)
+TRAINING_OPS = 10
+PROJECTION_BACKWARD_OPS = 6
 
 
 def _blend(momentum: float, running: Any, new: Any) -> Any:  # floats or tensors
@@ -128,9 +135,55 @@ def _cosine(dot: Tensor, a_squares: Tensor, b_squares: Tensor) -> Tensor:
     return dot / (a_squares * b_squares).sqrt().clamp_min(1e-30)
 
 
+def _channel_dims(y: Tensor, channel: int) -> list[int]:
+    return [d for d in range(y.dim()) if d != channel % y.dim()]
+
+
+def _channel_sums(a: Tensor, b: Tensor, channel: int) -> Tensor:
+    """Per channel, the sum of a * b over every other dimension (keepdim)."""
+    return (a * b).sum(_channel_dims(a, channel), keepdim=True)
+
+
+@dataclass
+class _Projection:
+    """BatchNorm's backward projection for one batch's y, per channel (dim 1, over every other
+    dim): v - mean(v) - y_hat mean(v y_hat). It is symmetric (I - 11^T/n - y_hat y_hat^T/n,
+    with 1 orthogonal to y_hat), so a gradient flows back through it by applying it again."""
+
+    centred: Tensor  # y - mean(y)
+    inverse_variance: Tensor  # 1 / (var(y) + eps)
+    count: int  # elements per channel
+
+    @classmethod
+    def of(cls, y: Tensor, eps: float) -> _Projection:
+        count = y.numel() // y.shape[1]
+        centred = y - y.mean(_channel_dims(y, 1), keepdim=True)
+        variance = _channel_sums(centred, centred, 1).div_(count)
+        return cls(centred, variance.add_(eps).reciprocal_(), count)
+
+    def apply_(self, v: Tensor) -> Tensor:
+        """v projected, in place."""
+        mean = v.sum(_channel_dims(v, 1), keepdim=True).div_(self.count)
+        along = _channel_sums(v, self.centred, 1).mul_(self.inverse_variance).div_(self.count)
+        return v.sub_(mean).addcmul_(self.centred, along, value=-1)
+
+
+@dataclass
+class _Prediction:
+    """One layer's `feedback` prediction on one batch: dy_pred = P((e B) * sigmoid(a y + c)),
+    P the BatchNorm projection or the identity, before the running scale. A BP batch keeps
+    the factors for the predictor's training step."""
+
+    output: Tensor
+    direct: Tensor | None = None  # e B
+    gate: Tensor | None = None  # sigmoid(a y + c)
+    projection: _Projection | None = None
+
+
 @dataclass
 class _Feedback:
-    """The `feedback` predictor of one layer: dy_pred = (e B) * sigmoid(a y + c)."""
+    """The `feedback` predictor of one layer: dy_pred = (e B) * sigmoid(a y + c), projected
+    when y feeds a BatchNorm."""
 
     projection: nn.Parameter  # B: (classes, output elements per sample)
     gate_scale: nn.Parameter  # a: (channels,)
@@ -140,30 +193,64 @@ class _Feedback:
     def parameters(self) -> list[nn.Parameter]:
         return [self.projection, self.gate_scale, self.gate_shift]
 
-    def output_grad(self, error: Tensor, y: Tensor, is_conv: bool) -> Tensor:
-        """Predicted dL/dy, shaped like y (autograd on the predictor's parameters)."""
-        direct = (error @ self.projection).reshape(y.shape)
-        # channels: dim 1 of a conv's (B, K, H, W), the last dim of a linear layer's output
-        shape = (1, -1, 1, 1) if is_conv else (*([1] * (y.dim() - 1)), -1)
-        gate = torch.addcmul(self.gate_shift.reshape(shape), y, self.gate_scale.reshape(shape))
-        if torch.is_grad_enabled():
-            return direct * torch.sigmoid(gate)
-        return direct.mul_(gate.sigmoid_())
+    @staticmethod
+    def channel(is_conv: bool) -> int:
+        """The gate's channels: dim 1 of a conv's (B, K, H, W), a linear output's last dim."""
+        return 1 if is_conv else -1
+
+    @torch.no_grad()
+    def predict(
+        self, error: Tensor, y: Tensor, is_conv: bool, eps: float | None, for_training: bool
+    ) -> _Prediction:
+        """dy_pred on this batch; `eps` is that of the BatchNorm y feeds (None: none)."""
+        direct = (error @ self.projection).view(y.shape)
+        shape = [1] * y.dim()
+        shape[self.channel(is_conv)] = -1
+        gate = torch.addcmul(self.gate_shift.view(shape), y, self.gate_scale.view(shape))
+        gate.sigmoid_()
+        output = direct * gate if for_training else direct.mul_(gate)
+        projection = _Projection.of(y, eps) if eps is not None else None
+        if projection is not None:
+            projection.apply_(output)
+        if not for_training:
+            return _Prediction(output)
+        return _Prediction(output, direct, gate, projection)
+
+    @torch.no_grad()
+    def set_gradients(
+        self, prediction: _Prediction, error: Tensor, y: Tensor, target: Tensor, is_conv: bool
+    ) -> None:
+        """The gradients of MSE(dy_pred, target / scale) on B, a and c, in closed form (the
+        same as autograd's, tested against it). With r the MSE's gradient at dy_pred, P r
+        reaches the gated product; e B gets P r * gate, the gate's pre-activation
+        P r * gate * (1 - gate) * e B. Uses up the prediction's factors."""
+        direct, gate = prediction.direct, prediction.gate
+        assert direct is not None and gate is not None and self.scale is not None
+        output = prediction.output
+        residual = torch.add(output, target, alpha=-1.0 / float(self.scale))
+        residual.mul_(2.0 / output.numel())
+        if prediction.projection is not None:
+            prediction.projection.apply_(residual)
+        through_gate = residual.mul_(gate)
+        self.projection.grad = error.T @ through_gate.reshape(len(error), -1)
+        pre_activation = direct.mul_(gate.neg_().add_(1.0)).mul_(through_gate)
+        channel = self.channel(is_conv)
+        self.gate_scale.grad = _channel_sums(pre_activation, y, channel).reshape(-1)
+        self.gate_shift.grad = pre_activation.sum(_channel_dims(y, channel)).reshape(-1)
 
 
 @dataclass
 class _Formed:
-    """`feedback` on one batch: the predictor's raw output (autograd on its parameters), the
-    predicted output gradient (raw x scale, the scale kept apart: it multiplies the small
-    weight gradient rather than the output-sized dy) and the weight gradient formed from it on
-    the array."""
+    """`feedback` on one batch: the prediction, its running scale (kept apart: it multiplies
+    the small weight gradient rather than the output-sized dy) and the weight gradient formed
+    from it on the array."""
 
-    raw: Tensor
+    prediction: _Prediction
     scale: Tensor | float
     weight_grad: Tensor | None
 
     def bias_grad(self, is_conv: bool) -> Tensor:
-        dy = self.raw.detach()
+        dy = self.prediction.output
         summed = dy.sum((0, 2, 3)) if is_conv else dy.reshape(-1, dy.shape[-1]).sum(0)
         return summed * self.scale
 
@@ -340,28 +427,25 @@ class AdaGP(Technique):
             )
         return state.feedback
 
-    def _predicted_weight_grads(
-        self, with_autograd: bool, form_weight: bool = True
-    ) -> dict[str, _Formed]:
-        """`feedback`: per layer, the predicted output gradient and (if `form_weight`) the
-        weight gradient formed from it."""
+    def _predicted_weight_grads(self, for_training: bool) -> dict[str, _Formed]:
+        """`feedback`: per layer, the predicted output gradient and the weight gradient formed
+        from it (on a BP batch only when the cosine is measured)."""
         error = self._output_error()
+        measuring = for_training and self.total.bp % self.params.cosine_every == 0
         out: dict[str, _Formed] = {}
         for name, state in self.states.items():
             if state.y is None or state.x is None:
                 continue
             feedback = self._feedback_of(state, error.shape[1])
-            with torch.set_grad_enabled(with_autograd):
-                raw = feedback.output_grad(error, state.y, state.layer.is_conv)
-                if state.normalization is not None:
-                    raw = _normalized_projection(raw, state.y, state.normalization.eps)
+            eps = state.normalization.eps if state.normalization is not None else None
+            prediction = feedback.predict(error, state.y, state.layer.is_conv, eps, for_training)
             scale = feedback.scale if feedback.scale is not None else 1.0
             weight_grad = None
-            if form_weight:
-                weight_grad = _weight_grad(state.layer, state.x, raw.detach()).mul_(scale)
-                if with_autograd:  # a BP batch: formed only to measure the cosine
+            if not for_training or measuring:
+                weight_grad = _weight_grad(state.layer, state.x, prediction.output).mul_(scale)
+                if for_training:  # a BP batch: formed only to measure the cosine
                     self.weight_formations[name] = self.weight_formations.get(name, 0) + 1
-            out[name] = _Formed(raw, scale, weight_grad)
+            out[name] = _Formed(prediction, scale, weight_grad)
         return out
 
     def _predict(self) -> None:
@@ -403,7 +487,7 @@ class AdaGP(Technique):
         measuring = self.total.bp % self.params.cosine_every == 0
         formed: dict[str, _Formed] = {}
         if predictor == "feedback" and self.logits is not None and self.labels is not None:
-            formed = self._predicted_weight_grads(True, form_weight=measuring)
+            formed = self._predicted_weight_grads(True)
         sums = torch.zeros(COSINE_DOTS, dtype=torch.float64)
         measured = False
         for name, state in self.states.items():
@@ -474,29 +558,33 @@ class AdaGP(Technique):
             )
 
     def _train_feedback(self, formed: dict[str, _Formed]) -> None:
-        """One Adam step of every `feedback` predictor: MSE between its raw output and the true
+        """One Adam step of every `feedback` predictor: MSE between its prediction and the true
         output gradient divided by a running RMS scale."""
-        losses = []
-        for name, prediction in formed.items():
+        error = self._output_error()
+        trained = []
+        for name, formed_here in formed.items():
             state = self.states[name]
             target, feedback = state.true_output_grad, state.feedback
-            if target is None or feedback is None:
+            if target is None or feedback is None or state.y is None:
                 continue
-            rms = target.square().mean().sqrt()
+            rms = torch.linalg.vector_norm(target) / target.numel() ** 0.5
             rms = torch.where(rms > 0, rms, 1.0)
             old = feedback.scale
             feedback.scale = rms if old is None else 0.9 * old + 0.1 * rms
-            losses.append(F.mse_loss(prediction.raw, target / feedback.scale))
-        if not losses:
+            feedback.set_gradients(
+                formed_here.prediction, error, state.y, target, state.layer.is_conv
+            )
+            trained.extend(feedback.parameters())
+        if not trained:
             return
         if self.optimizer is None:
             parameters = [
                 p for s in self.states.values() if s.feedback for p in s.feedback.parameters()
             ]
-            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr)
-        self.optimizer.zero_grad(set_to_none=True)
-        torch.stack(losses).sum().backward()
+            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr, foreach=True)
         self.optimizer.step()
+        for parameter in trained:
+            parameter.grad = None
         self.predictor_trainings += 1
 
     def _smooth(self, running: float | None, new: float) -> float:
@@ -590,6 +678,11 @@ class AdaGP(Technique):
         )  # fmt: skip
         adam = 4 * sum(p.numel() for p in state.feedback.parameters())
         add_extra(train, "weight_updates", adam * self.predictor_trainings)
+        per_element = TRAINING_OPS + (
+            PROJECTION_BACKWARD_OPS if state.normalization is not None else 0
+        )
+        trained_elements = state.output_elements * self.predictor_trainings / max(batches, 1)
+        add_extra(train, "training_ops", per_element * trained_elements)
         for op in (project, train):
             if op.executions:
                 ops.add(op)
@@ -640,19 +733,3 @@ def _weight_grad_no_autograd(inner: nn.Module, x: Tensor, dy: Tensor) -> Tensor:
         return grads[1]
     rows = x.reshape(-1, x.shape[-1])
     return dy.reshape(-1, dy.shape[-1]).T @ rows
-
-
-def _normalized_projection(dy: Tensor, y: Tensor, eps: float) -> Tensor:
-    """dy projected as a training-mode BatchNorm's backward projects the gradient reaching y:
-    per channel (dim 1, over every other dim) the mean and the component along the normalised
-    output y_hat are removed, dy - mean(dy) - y_hat mean(dy y_hat). The true output gradient of
-    a layer feeding a BatchNorm has neither (BatchNorm's output ignores y's per-channel shift and
-    scale), so its dW is orthogonal to each output channel's weights."""
-    dims = [d for d in range(y.dim()) if d != 1]
-    centred = y - y.mean(dims, keepdim=True)
-    variance = centred.square().mean(dims, keepdim=True) + eps
-    along = (dy * centred).mean(dims, keepdim=True) / variance  # y_hat mean(dy y_hat) / centred
-    mean = dy.mean(dims, keepdim=True)
-    if torch.is_grad_enabled():
-        return dy - torch.addcmul(mean, centred, along)
-    return dy.sub_(mean).addcmul_(centred, along, value=-1)

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from backend.client import ApiError, OrreryClient
 from backend.db import migrate as migrations
-from backend.queue import QUEUE
+from backend.queue import QUEUE, declare_queue
 from backend.settings import get_settings
 from backend.specs.accelerator import PRESETS
 from backend.specs.techniques import accelerator_for, techniques_of
@@ -97,6 +97,7 @@ def serve(
     host = host or settings.api_host
     port = port or settings.api_port
     migrations.upgrade(settings.effective_database_url)
+    declare_queue(settings.effective_broker_url)
     supervisor = None
     if with_worker:  # restarted whenever it dies
         supervisor = Supervisor(worker_command(settings.worker_concurrency, "WARNING"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
+from kombu import Connection, Exchange, Queue
 
 from backend.settings import Settings
 
@@ -67,3 +68,16 @@ def make_celery(settings: Settings, name: str = "orrery", sender: bool = False) 
         }
     app.conf.update(config)
     return app
+
+
+def declare_queue(broker_url: str) -> None:
+    """Create the task queue on a SQL broker (the embedded defaults' SQLite) before the API and
+    the worker first use it. kombu's SQL transport creates a queue's row on first use, guarded
+    by a lock that only works within one process: an API and a worker using the queue for the
+    first time at once could both insert it, and one failed (a UNIQUE constraint error, seen as
+    a first submission refused with "the task queue is unreachable"). Other brokers need
+    nothing here."""
+    if not broker_url.startswith("sqla+"):
+        return
+    with Connection(broker_url) as connection:
+        Queue(QUEUE, Exchange(QUEUE), routing_key=QUEUE)(connection.default_channel).declare()

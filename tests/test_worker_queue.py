@@ -1,8 +1,11 @@
 """The Celery wiring: long-job settings, and a real worker consuming from Redis by task name."""
 
+import multiprocessing
+import sqlite3
 from pathlib import Path
+from typing import Any
 
-from backend.queue import TaskName, make_celery
+from backend.queue import QUEUE, TaskName, declare_queue, make_celery
 from backend.settings import Settings
 from tests.conftest import orrery_env, start_worker, stop_process
 
@@ -52,3 +55,42 @@ def test_real_worker_runs_a_task_sent_by_name(redis_db_url: str, tmp_path: Path)
         output = stop_process(worker)
     assert answer["pid"] != 0 and answer["host"], output
     assert worker.pid != answer["pid"]  # a pool process ran it, not the test
+
+
+def _publish_at_once(broker_url: str, start: Any, outcomes: Any) -> None:
+    from kombu import Connection
+
+    start.wait()
+    try:
+        with Connection(broker_url) as connection:
+            connection.SimpleQueue(QUEUE).put({"n": 1})
+        outcomes.put("ok")
+    except Exception as exc:  # the outcome is what the test looks at
+        outcomes.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_using_a_declared_sqlite_queue_for_the_first_time_at_once_all_succeed(
+    tmp_path: Path,
+) -> None:
+    """The embedded broker's queue is declared before the API and the worker start: kombu's SQL
+    transport creates a queue on first use under a lock that holds only within one process,
+    and without the declaration 8 of 120 such first publishes failed (IntegrityError on the
+    queue's name, OperationalError), one of them a user's first submission."""
+    context = multiprocessing.get_context("fork")
+    for attempt in range(8):
+        broker_url = f"sqla+sqlite:///{tmp_path / f'broker{attempt}.db'}"
+        declare_queue(broker_url)
+        start, outcomes = context.Barrier(4), context.Queue()
+        processes = [
+            context.Process(target=_publish_at_once, args=(broker_url, start, outcomes))
+            for _ in range(4)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(60)
+        assert [outcomes.get(timeout=5) for _ in processes] == ["ok"] * 4
+        with sqlite3.connect(tmp_path / f"broker{attempt}.db") as db:
+            queues = db.execute("SELECT name FROM kombu_queue").fetchall()
+            (messages,) = db.execute("SELECT count(*) FROM kombu_message").fetchone()
+        assert queues == [(QUEUE,)] and messages == 4

@@ -79,6 +79,7 @@ def worker(
 ) -> None:
     """Run a Celery worker that trains and simulates queued runs."""
     settings = get_settings()
+    declare_queue(settings.effective_broker_url)
     command = worker_command(concurrency or settings.worker_concurrency, loglevel)
     os.execv(command[0], command)
 

@@ -57,16 +57,18 @@ def test_real_worker_runs_a_task_sent_by_name(redis_db_url: str, tmp_path: Path)
     assert worker.pid != answer["pid"]  # a pool process ran it, not the test
 
 
-def _publish_at_once(broker_url: str, start: Any, outcomes: Any) -> None:
+def _publish_at_once(broker_urls: list[str], start: Any, outcomes: Any) -> None:
+    """One of several processes: for each broker, wait for the others, then publish."""
     from kombu import Connection
 
-    start.wait()
-    try:
-        with Connection(broker_url) as connection:
-            connection.SimpleQueue(QUEUE).put({"n": 1})
-        outcomes.put("ok")
-    except Exception as exc:  # the outcome is what the test looks at
-        outcomes.put(f"{type(exc).__name__}: {exc}")
+    for broker_url in broker_urls:
+        start.wait()
+        try:
+            with Connection(broker_url) as connection:
+                connection.SimpleQueue(QUEUE).put({"n": 1})
+            outcomes.put("ok")
+        except Exception as exc:  # the outcome is what the test looks at
+            outcomes.put(f"{type(exc).__name__}: {exc}")
 
 
 def test_processes_using_a_declared_sqlite_queue_for_the_first_time_at_once_all_succeed(
@@ -75,22 +77,30 @@ def test_processes_using_a_declared_sqlite_queue_for_the_first_time_at_once_all_
     """The embedded broker's queue is declared before the API and the worker start: kombu's SQL
     transport creates a queue on first use under a lock that holds only within one process,
     and without the declaration 8 of 120 such first publishes failed (IntegrityError on the
-    queue's name, OperationalError), one of them a user's first submission."""
-    context = multiprocessing.get_context("fork")
-    for attempt in range(8):
-        broker_url = f"sqla+sqlite:///{tmp_path / f'broker{attempt}.db'}"
+    queue's name, OperationalError), one of them a user's first submission. (Spawned, not
+    forked: a fork of the multi-threaded test process can deadlock.)"""
+    databases = [tmp_path / f"broker{attempt}.db" for attempt in range(8)]
+    broker_urls = [f"sqla+sqlite:///{database}" for database in databases]
+    for broker_url in broker_urls:
         declare_queue(broker_url)
-        start, outcomes = context.Barrier(4), context.Queue()
-        processes = [
-            context.Process(target=_publish_at_once, args=(broker_url, start, outcomes))
-            for _ in range(4)
-        ]
+    context = multiprocessing.get_context("spawn")
+    start, outcomes = context.Barrier(4, timeout=120), context.Queue()
+    processes = [
+        context.Process(target=_publish_at_once, args=(broker_urls, start, outcomes))
+        for _ in range(4)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        results = [outcomes.get(timeout=180) for _ in range(4 * len(broker_urls))]
+    finally:
         for process in processes:
-            process.start()
-        for process in processes:
-            process.join(60)
-        assert [outcomes.get(timeout=5) for _ in processes] == ["ok"] * 4
-        with sqlite3.connect(tmp_path / f"broker{attempt}.db") as db:
+            process.join(30)
+            if process.is_alive():
+                process.kill()
+    assert results == ["ok"] * len(results)
+    for database in databases:
+        with sqlite3.connect(database) as db:
             queues = db.execute("SELECT name FROM kombu_queue").fetchall()
             (messages,) = db.execute("SELECT count(*) FROM kombu_message").fetchone()
         assert queues == [(QUEUE,)] and messages == 4

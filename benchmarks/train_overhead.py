@@ -8,16 +8,16 @@ evaluation. Every run is timed on its epochs after the first, which carries one-
 warm-up (no waiting for the loss to flatten), the regime where GP steps dominate.
 
 Targets: mercury <= 2.0x, sparsetrain <= 1.3x, adagp <= 1.0x once GP steps dominate.
-Measured for ADA-GP (`--only "adagp (GP-dominant)" --repeat 2`, defaults otherwise), the
-previous implementation and this one run back to back on a quiet machine (2 threads):
-LeNet-5 1.30x -> 0.95x, ResNet-8 1.33x -> 1.21x; pinned to one core with one thread each
-(another job on the other core): 1.08x -> 1.12x and 1.07x -> 1.15x, within this setting's
-noise. The change: the predictors' training gradients in closed form instead of autograd
-through the prediction (the same numbers, tested) and no autograd graph for the prediction.
-ResNet-8 stays above 1.0x: per batch, interleaved in one process on one core, a GP batch
-costs 0.85-0.91x of a baseline batch (the forward pass, the dW it forms, and the predictor's
-output-sized elementwise work: the gate's sigmoid, BatchNorm's projection) and a BP batch,
-which also trains the predictors, 1.56-1.79x.
+Measured for ADA-GP (`--only "adagp (GP-dominant)"`, defaults otherwise) on a quiet machine
+(2 threads): the previous implementation (`--repeat 2`) LeNet-5 1.30x, ResNet-8 1.33x; this one
+1.20x and 1.26x (`--repeat 3`; an earlier `--repeat 2` run gave 0.95x and 1.21x, its LeNet-5
+baseline 46% slower than in the other runs, so its 0.95x is noise). The change: the
+predictors' training gradients in closed form instead of autograd through the prediction (the
+same numbers, tested) and no autograd graph for the prediction.
+Both stay above 1.0x: per batch, interleaved in one process on one core, a GP batch costs
+0.85-0.91x (ResNet-8) and 0.91-1.04x (LeNet-5) of a baseline batch (the forward pass, the dW
+it forms, and the predictor's output-sized elementwise work: the gate's sigmoid, BatchNorm's
+projection) and a BP batch, which also trains the predictors, 1.56-1.79x and 2.05-2.08x.
 
 Steady state is what is timed: a worker process is long-lived and trains many runs, so before
 timing, each technique trains two batches of each workload once. That compiles its numba kernels

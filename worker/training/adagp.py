@@ -251,8 +251,7 @@ class _Formed:
 
     def bias_grad(self, is_conv: bool) -> Tensor:
         dy = self.prediction.output
-        summed = dy.sum((0, 2, 3)) if is_conv else dy.reshape(-1, dy.shape[-1]).sum(0)
-        return summed * self.scale
+        return dy.sum(_channel_dims(dy, _Feedback.channel(is_conv))) * self.scale
 
 
 @dataclass
@@ -427,11 +426,11 @@ class AdaGP(Technique):
             )
         return state.feedback
 
-    def _predicted_weight_grads(self, for_training: bool) -> dict[str, _Formed]:
-        """`feedback`: per layer, the predicted output gradient and the weight gradient formed
-        from it (on a BP batch only when the cosine is measured)."""
-        error = self._output_error()
-        measuring = for_training and self.total.bp % self.params.cosine_every == 0
+    def _predicted_weight_grads(
+        self, error: Tensor, for_training: bool, form_weight: bool = True
+    ) -> dict[str, _Formed]:
+        """`feedback`: per layer, the predicted output gradient from the output error and (if
+        `form_weight`) the weight gradient formed from it."""
         out: dict[str, _Formed] = {}
         for name, state in self.states.items():
             if state.y is None or state.x is None:
@@ -441,7 +440,7 @@ class AdaGP(Technique):
             prediction = feedback.predict(error, state.y, state.layer.is_conv, eps, for_training)
             scale = feedback.scale if feedback.scale is not None else 1.0
             weight_grad = None
-            if not for_training or measuring:
+            if form_weight:
                 weight_grad = _weight_grad(state.layer, state.x, prediction.output).mul_(scale)
                 if for_training:  # a BP batch: formed only to measure the cosine
                     self.weight_formations[name] = self.weight_formations.get(name, 0) + 1
@@ -451,7 +450,11 @@ class AdaGP(Technique):
     def _predict(self) -> None:
         """GP batch: every layer's predicted gradient becomes its `.grad`."""
         predictor = self.params.predictor
-        formed = self._predicted_weight_grads(False) if predictor == "feedback" else {}
+        formed = (
+            self._predicted_weight_grads(self._output_error(), False)
+            if predictor == "feedback"
+            else {}
+        )
         for name, state in self.states.items():
             bias = state.bias
             if predictor == "history" and state.history is not None:
@@ -486,8 +489,10 @@ class AdaGP(Technique):
         predictor = self.params.predictor
         measuring = self.total.bp % self.params.cosine_every == 0
         formed: dict[str, _Formed] = {}
+        error = None
         if predictor == "feedback" and self.logits is not None and self.labels is not None:
-            formed = self._predicted_weight_grads(True)
+            error = self._output_error()
+            formed = self._predicted_weight_grads(error, True, form_weight=measuring)
         sums = torch.zeros(COSINE_DOTS, dtype=torch.float64)
         measured = False
         for name, state in self.states.items():
@@ -520,8 +525,8 @@ class AdaGP(Technique):
             )
             state.previous = true.clone()
             self._refresh(state)
-        if predictor == "feedback" and formed:
-            self._train_feedback(formed)
+        if error is not None and formed:
+            self._train_feedback(formed, error)
         return float(_cosine(sums[0], sums[1], sums[2])) if measured else None
 
     def _guess(self, state: _LayerState, formed: _Formed | None) -> Tensor | None:
@@ -557,10 +562,9 @@ class AdaGP(Technique):
                 else state.bias_history.mul_(momentum).add_(bgrad, alpha=1 - momentum)
             )
 
-    def _train_feedback(self, formed: dict[str, _Formed]) -> None:
+    def _train_feedback(self, formed: dict[str, _Formed], error: Tensor) -> None:
         """One Adam step of every `feedback` predictor: MSE between its prediction and the true
         output gradient divided by a running RMS scale."""
-        error = self._output_error()
         trained = []
         for name, formed_here in formed.items():
             state = self.states[name]

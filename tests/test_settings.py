@@ -65,3 +65,42 @@ def test_a_worker_transaction_left_idle_past_the_lease_releases_its_locks(
     finally:
         worker.dispose()
         other.dispose()
+
+
+def test_a_forked_process_opens_its_own_database_connections(postgres_url: str) -> None:
+    """A Celery pool process is forked from a worker whose heartbeat already holds pooled
+    connections on the same URL: the child must not talk on the parent's connections (two
+    processes on one PostgreSQL connection corrupt its protocol)."""
+    import os
+    import time
+
+    from sqlalchemy import text
+
+    from backend.db.session import engine_for
+
+    engine = engine_for(postgres_url)
+    with engine.connect() as db:  # returned to the pool, open
+        parent_backend = db.execute(text("SELECT pg_backend_pid()")).scalar()
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        code = 1
+        try:
+            with engine.connect() as db:
+                backend = db.execute(text("SELECT pg_backend_pid()")).scalar()
+            os.write(write_end, str(backend).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + 60
+    while os.waitpid(child, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(child, 9)
+            raise AssertionError("the forked child did not finish")
+        time.sleep(0.05)
+    child_backend = int(os.read(read_end, 32) or b"0")
+    os.close(read_end)
+    assert child_backend not in (0, parent_backend)
+    with engine.connect() as db:  # the parent's pooled connection still works
+        assert db.execute(text("SELECT pg_backend_pid()")).scalar() == parent_backend

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -25,12 +26,27 @@ def engine_for(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _enable_sqlite_pragmas)
-        return engine
-    # pre-ping: a restarted PostgreSQL leaves dead pooled connections; test them before use.
-    # 20 + 20: enough that the API's admitted requests (settings.MAX_API_CONCURRENCY, two
-    # connections at most each) never wait for one, and 20 kept open, as an overflow
-    # connection is opened and closed around each use.
-    return create_engine(url, pool_pre_ping=True, pool_size=20, max_overflow=20)
+    else:
+        # pre-ping: a restarted PostgreSQL leaves dead pooled connections; test them before
+        # use. 20 + 20: enough that the API's admitted requests (settings.MAX_API_CONCURRENCY,
+        # two connections at most each) never wait for one, and 20 kept open, as an overflow
+        # connection is opened and closed around each use.
+        engine = create_engine(url, pool_pre_ping=True, pool_size=20, max_overflow=20)
+    _engines.append(engine)
+    return engine
+
+
+def _forget_inherited_connections() -> None:
+    """In a forked child (a Celery pool process), drop the pooled connections inherited from
+    the parent without closing them: they are the parent's, and two processes talking on one
+    PostgreSQL connection corrupt its protocol ("lost synchronization with server", seen when a
+    pool process forked after the worker's heartbeat had opened connections on the same URL)."""
+    for engine in _engines:
+        engine.dispose(close=False)
+
+
+_engines: list[Engine] = []  # every engine engine_for made
+os.register_at_fork(after_in_child=_forget_inherited_connections)
 
 
 @lru_cache(maxsize=8)

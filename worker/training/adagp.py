@@ -439,12 +439,12 @@ class AdaGP(Technique):
             eps = state.normalization.eps if state.normalization is not None else None
             prediction = feedback.predict(error, state.y, state.layer.is_conv, eps, for_training)
             scale = feedback.scale if feedback.scale is not None else 1.0
-            weight_grad = None
+            formed = None
             if form_weight:
-                weight_grad = _weight_grad(state.layer, state.x, prediction.output).mul_(scale)
+                formed = weight_grad(state.layer.inner, state.x, prediction.output).mul_(scale)
                 if for_training:  # a BP batch: formed only to measure the cosine
                     self.weight_formations[name] = self.weight_formations.get(name, 0) + 1
-            out[name] = _Formed(prediction, scale, weight_grad)
+            out[name] = _Formed(prediction, scale, formed)
         return out
 
     def _predict(self) -> None:
@@ -722,13 +722,10 @@ def _overhead(layer: str, pass_: TrainingPass, shape: tuple[int, int, int], runs
     )
 
 
-def _weight_grad(layer: GemmLayer, x: Tensor, dy: Tensor) -> Tensor:
-    """dW = dy x^T for this layer (the BWD-WEIGHT GEMM on a given output gradient)."""
-    with torch.no_grad():
-        return _weight_grad_no_autograd(layer.inner, x, dy)
-
-
-def _weight_grad_no_autograd(inner: nn.Module, x: Tensor, dy: Tensor) -> Tensor:
+@torch.no_grad()
+def weight_grad(inner: nn.Module, x: Tensor, dy: Tensor) -> Tensor:
+    """dW = dy x^T of a conv or linear layer for the output gradient dy: its BWD-WEIGHT GEMM
+    alone, without autograd."""
     if isinstance(inner, nn.Conv2d):
         grads = torch.ops.aten.convolution_backward(
             dy, x, inner.weight, None, inner.stride, inner.padding, inner.dilation, False, [0, 0],

@@ -1,7 +1,8 @@
 """Each paper's headline next to what this installation measures on the paper's miniature.
 
 Runs `examples/papers/{mercury,adagp,sparsetrain}.yaml` (with --full, the larger 3-seed,
->= 10-epoch versions in `examples/papers/full/`) through the real pipeline: `orrery serve` on
+>= 10-epoch versions in `examples/papers/full/`, every `<paper>*.yaml` there: ADA-GP's has a
+LeNet-5 and a BatchNorm model) through the real pipeline: `orrery serve` on
 embedded defaults in a scratch folder (or a running server given with --url), one submission
 per paper, then reads the stored runs. Nothing here is tuned: every knob value is in the
 example file, and the figures are the simulator's on what the trainings really did.
@@ -9,7 +10,10 @@ example file, and the figures are the simulator's on what the trainings really d
 Printed per paper and per (technique, accelerator): speedup and energy ratio against the run's
 baseline, and the accuracy change paired by seed (run minus its own seed's baseline), each as
 the mean over seeds with a 95% confidence interval (Student's t, n - 1 degrees of freedom), and
-the direction check the issue asks for: speedup > 1 with accuracy within 1 point.
+the direction check: speedup > 1 with accuracy within 1 point. Next to them, what the
+technique did, from the runs' per-epoch figures (mean over seeds): ADA-GP's GP fraction (GP
+batches over all batches, warm-up included), MERCURY's and SparseTrain's last-epoch hit rate
+and backward density.
 
     python benchmarks/paper_check.py [--full] [--only mercury adagp sparsetrain]
                                      [--url URL] [--reuse] [--data-dir DIR]
@@ -41,6 +45,7 @@ import yaml
 from backend.analysis.groups import estimate
 from backend.analysis.papers import PAPERS, summary_line
 from backend.client import OrreryClient
+from worker.training.adagp import run_gp_fraction
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCURACY_TOLERANCE = 0.01  # "within 1 point"
@@ -105,7 +110,21 @@ def experiment_runs(client: OrreryClient, spec: dict[str, Any], reuse: bool) -> 
     return list(client.iter_runs(experiment_id=[experiment["id"]], sort="id"))
 
 
-def report(paper: str, runs: list[dict]) -> None:
+# what each technique did, from a run's per-epoch figures: (column, figure of the epochs)
+TECHNIQUE_FIGURE = {
+    "adagp": ("GP fraction", lambda epochs: run_gp_fraction([e["gp_fraction"] for e in epochs])),
+    "mercury": ("hit rate", lambda epochs: epochs[-1]["hit_rate"]),
+    "sparsetrain": ("BWD density", lambda epochs: epochs[-1]["density_bwd"]),
+}
+
+
+def technique_figure(client: OrreryClient, run: dict) -> float | None:
+    column = TECHNIQUE_FIGURE.get(run["technique"])
+    epochs = client.run(run["id"])["epochs"] if column else []
+    return column[1](epochs) if column and epochs else None
+
+
+def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
     by_id = {run["id"]: run for run in runs}
     failed = [run for run in runs if run["status"] != "done"]
     print(f"\n{summary_line(PAPERS[paper])}")
@@ -119,8 +138,9 @@ def report(paper: str, runs: list[dict]) -> None:
                 if k not in ("technique", "accelerator", "seed")
             )  # fmt: skip
             groups[(run["technique"], run["accelerator_name"], swept)].append(run)
+    figures = {run["id"]: technique_figure(client, run) for run in runs if run["status"] == "done"}
     header = ("technique", "accelerator", "setting", "seeds", "speedup", "energy ratio",
-              "accuracy", "Δ accuracy (pt)", "direction")  # fmt: skip
+              "accuracy", "Δ accuracy (pt)", "direction", "what it did")  # fmt: skip
     rows = [header]
     for (technique, accelerator, swept), members in sorted(groups.items()):
         speedups = [r["speedup"] for r in members if r["speedup"] is not None]
@@ -133,6 +153,8 @@ def report(paper: str, runs: list[dict]) -> None:
             and r["baseline_run_id"] in by_id
             and by_id[r["baseline_run_id"]]["accuracy"] is not None
         ]
+        did = [figures[r["id"]] for r in members if figures.get(r["id"]) is not None]
+        label = TECHNIQUE_FIGURE[technique][0] if technique in TECHNIQUE_FIGURE else ""
         holds = (
             speedups
             and deltas
@@ -141,7 +163,8 @@ def report(paper: str, runs: list[dict]) -> None:
         )
         rows.append((technique, accelerator, swept or "-", str(len(members)),
                      fmt(speedups, "{:.3f}x"), fmt(energies, "{:.3f}"), fmt(accuracies, "{:.2f}"),
-                     fmt(deltas, "{:+.2f}"), "matches" if holds else "differs"))  # fmt: skip
+                     fmt(deltas, "{:+.2f}"), "matches" if holds else "differs",
+                     f"{label} {statistics.fmean(did):.3f}" if did else "-"))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
@@ -157,7 +180,13 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, help="keep the scratch server's data here")
     args = parser.parse_args()
     folder = ROOT / "examples" / "papers" / ("full" if args.full else "")
-    specs = {paper: yaml.safe_load((folder / f"{paper}.yaml").read_text()) for paper in args.only}
+    specs = [
+        (paper, yaml.safe_load(path.read_text()))
+        for paper in args.only
+        for path in sorted(
+            folder.glob(f"{paper}*.yaml") if args.full else [folder / f"{paper}.yaml"]
+        )
+    ]
 
     with contextlib.ExitStack() as stack:
         url = args.url
@@ -167,9 +196,9 @@ def main() -> None:
             url = stack.enter_context(embedded_server(data_dir))
             print(f"embedded server at {url}, data in {data_dir}")
         client = stack.enter_context(OrreryClient(url, token=args.token, timeout=120))
-        for paper, spec in specs.items():
+        for paper, spec in specs:
             print(f"\n== {paper}: {spec['name']}", flush=True)
-            report(paper, experiment_runs(client, spec, args.reuse))
+            report(paper, experiment_runs(client, spec, args.reuse), client)
 
 
 if __name__ == "__main__":

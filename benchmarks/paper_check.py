@@ -118,10 +118,17 @@ TECHNIQUE_FIGURE = {
 }
 
 
-def technique_figure(client: OrreryClient, run: dict) -> float | None:
-    column = TECHNIQUE_FIGURE.get(run["technique"])
-    epochs = client.run(run["id"])["epochs"] if column else []
-    return column[1](epochs) if column and epochs else None
+def technique_figures(client: OrreryClient, runs: list[dict]) -> dict[int, float]:
+    """Per training (the presets of one seed share it, so its epochs are read once)."""
+    figures: dict[int, float] = {}
+    for run in runs:
+        column = TECHNIQUE_FIGURE.get(run["technique"])
+        if column is None or run["status"] != "done" or run["training_id"] in figures:
+            continue
+        epochs = client.run(run["id"])["epochs"]
+        if epochs:
+            figures[run["training_id"]] = column[1](epochs)
+    return figures
 
 
 def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
@@ -138,7 +145,7 @@ def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
                 if k not in ("technique", "accelerator", "seed")
             )  # fmt: skip
             groups[(run["technique"], run["accelerator_name"], swept)].append(run)
-    figures = {run["id"]: technique_figure(client, run) for run in runs if run["status"] == "done"}
+    figures = technique_figures(client, runs)
     header = ("technique", "accelerator", "setting", "seeds", "speedup", "energy ratio",
               "accuracy", "Δ accuracy (pt)", "direction", "what it did")  # fmt: skip
     rows = [header]
@@ -153,7 +160,7 @@ def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
             and r["baseline_run_id"] in by_id
             and by_id[r["baseline_run_id"]]["accuracy"] is not None
         ]
-        did = [figures[r["id"]] for r in members if figures.get(r["id"]) is not None]
+        did = [figures[r["training_id"]] for r in members if r["training_id"] in figures]
         label = TECHNIQUE_FIGURE[technique][0] if technique in TECHNIQUE_FIGURE else ""
         holds = (
             speedups

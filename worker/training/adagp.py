@@ -105,11 +105,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from backend.specs.training import AdaGPParams
 from worker.sim.workload import GemmOp, TrainingPass
+from worker.training.feedback_kernels import ChannelMoments, gated_product, predictor_gradients
 from worker.training.layers import GemmLayer
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
@@ -135,55 +137,23 @@ def _cosine(dot: Tensor, a_squares: Tensor, b_squares: Tensor) -> Tensor:
     return dot / (a_squares * b_squares).sqrt().clamp_min(1e-30)
 
 
-def _channel_dims(y: Tensor, channel: int) -> list[int]:
-    return [d for d in range(y.dim()) if d != channel % y.dim()]
-
-
-def _channel_sums(a: Tensor, b: Tensor, channel: int) -> Tensor:
-    """Per channel, the sum of a * b over every other dimension (keepdim)."""
-    return (a * b).sum(_channel_dims(a, channel), keepdim=True)
-
-
-@dataclass
-class _Projection:
-    """BatchNorm's backward projection for one batch's y, per channel (dim 1, over every other
-    dim): v - mean(v) - y_hat mean(v y_hat). It is symmetric (I - 11^T/n - y_hat y_hat^T/n,
-    with 1 orthogonal to y_hat), so a gradient flows back through it by applying it again."""
-
-    centred: Tensor  # y - mean(y)
-    inverse_variance: Tensor  # 1 / (var(y) + eps)
-    count: int  # elements per channel
-
-    @classmethod
-    def of(cls, y: Tensor, eps: float) -> _Projection:
-        count = y.numel() // y.shape[1]
-        centred = y - y.mean(_channel_dims(y, 1), keepdim=True)
-        variance = _channel_sums(centred, centred, 1).div_(count)
-        return cls(centred, variance.add_(eps).reciprocal_(), count)
-
-    def apply_(self, v: Tensor) -> Tensor:
-        """v projected, in place."""
-        mean = v.sum(_channel_dims(v, 1), keepdim=True).div_(self.count)
-        along = _channel_sums(v, self.centred, 1).mul_(self.inverse_variance).div_(self.count)
-        return v.sub_(mean).addcmul_(self.centred, along, value=-1)
-
-
 @dataclass
 class _Prediction:
     """One layer's `feedback` prediction on one batch: dy_pred = P((e B) * sigmoid(a y + c)),
-    P the BatchNorm projection or the identity, before the running scale. A BP batch keeps
-    the factors for the predictor's training step."""
+    P the BatchNorm projection or the identity, before the running scale, and its per-channel
+    sums. A BP batch keeps the factors for the predictor's training step."""
 
     output: Tensor
+    channel_sums: np.ndarray
     direct: Tensor | None = None  # e B
     gate: Tensor | None = None  # sigmoid(a y + c)
-    projection: _Projection | None = None
+    moments: ChannelMoments | None = None  # y's, when projected
 
 
 @dataclass
 class _Feedback:
     """The `feedback` predictor of one layer: dy_pred = (e B) * sigmoid(a y + c), projected
-    when y feeds a BatchNorm."""
+    when y feeds a BatchNorm. The output-sized arithmetic runs fused (feedback_kernels.py)."""
 
     projection: nn.Parameter  # B: (classes, output elements per sample)
     gate_scale: nn.Parameter  # a: (channels,)
@@ -203,18 +173,16 @@ class _Feedback:
         self, error: Tensor, y: Tensor, is_conv: bool, eps: float | None, for_training: bool
     ) -> _Prediction:
         """dy_pred on this batch; `eps` is that of the BatchNorm y feeds (None: none)."""
+        channel = self.channel(is_conv)
         direct = (error @ self.projection).view(y.shape)
         shape = [1] * y.dim()
-        shape[self.channel(is_conv)] = -1
+        shape[channel] = -1
         gate = torch.addcmul(self.gate_shift.view(shape), y, self.gate_scale.view(shape))
         gate.sigmoid_()
-        output = direct * gate if for_training else direct.mul_(gate)
-        projection = _Projection.of(y, eps) if eps is not None else None
-        if projection is not None:
-            projection.apply_(output)
+        output, sums, moments = gated_product(direct, gate, y, channel, eps)
         if not for_training:
-            return _Prediction(output)
-        return _Prediction(output, direct, gate, projection)
+            return _Prediction(output, sums)
+        return _Prediction(output, sums, direct, gate, moments)
 
     @torch.no_grad()
     def set_gradients(
@@ -223,20 +191,14 @@ class _Feedback:
         """The gradients of MSE(dy_pred, target / scale) on B, a and c, in closed form (the
         same as autograd's, tested against it). With r the MSE's gradient at dy_pred, P r
         reaches the gated product; e B gets P r * gate, the gate's pre-activation
-        P r * gate * (1 - gate) * e B. Uses up the prediction's factors."""
+        P r * gate * (1 - gate) * e B."""
         direct, gate = prediction.direct, prediction.gate
         assert direct is not None and gate is not None and self.scale is not None
-        output = prediction.output
-        residual = torch.add(output, target, alpha=-1.0 / float(self.scale))
-        residual.mul_(2.0 / output.numel())
-        if prediction.projection is not None:
-            prediction.projection.apply_(residual)
-        through_gate = residual.mul_(gate)
-        self.projection.grad = error.T @ through_gate.reshape(len(error), -1)
-        pre_activation = direct.mul_(gate.neg_().add_(1.0)).mul_(through_gate)
-        channel = self.channel(is_conv)
-        self.gate_scale.grad = _channel_sums(pre_activation, y, channel).reshape(-1)
-        self.gate_shift.grad = pre_activation.sum(_channel_dims(y, channel)).reshape(-1)
+        through, self.gate_scale.grad, self.gate_shift.grad = predictor_gradients(
+            prediction.output, target, 1.0 / float(self.scale), direct, gate, y,
+            self.channel(is_conv), prediction.moments,
+        )  # fmt: skip
+        self.projection.grad = error.T @ through.view(len(error), -1)
 
 
 @dataclass
@@ -249,9 +211,8 @@ class _Formed:
     scale: Tensor | float
     weight_grad: Tensor | None
 
-    def bias_grad(self, is_conv: bool) -> Tensor:
-        dy = self.prediction.output
-        return dy.sum(_channel_dims(dy, _Feedback.channel(is_conv))) * self.scale
+    def bias_grad(self, dtype: torch.dtype) -> Tensor:
+        return torch.from_numpy(self.prediction.channel_sums).to(dtype) * self.scale
 
 
 @dataclass
@@ -468,7 +429,7 @@ class AdaGP(Technique):
                 gain = self._gain(state, weight_grad)
                 state.weight.grad = weight_grad.mul_(gain)
                 if bias is not None:
-                    bias.grad = formed[name].bias_grad(state.layer.is_conv) * gain
+                    bias.grad = formed[name].bias_grad(bias.dtype) * gain
             elif predictor == "none":
                 state.weight.grad = torch.zeros_like(state.weight)
 

@@ -8,16 +8,18 @@ evaluation. Every run is timed on its epochs after the first, which carries one-
 warm-up (no waiting for the loss to flatten), the regime where GP steps dominate.
 
 Targets: mercury <= 2.0x, sparsetrain <= 1.3x, adagp <= 1.0x once GP steps dominate.
-Measured for ADA-GP (`--only "adagp (GP-dominant)"`, defaults otherwise) on a quiet machine
-(2 threads): the previous implementation (`--repeat 2`) LeNet-5 1.30x, ResNet-8 1.33x; this one
-1.20x and 1.26x (`--repeat 3`; an earlier `--repeat 2` run gave 0.95x and 1.21x, its LeNet-5
-baseline 46% slower than in the other runs, so its 0.95x is noise). The change: the
-predictors' training gradients in closed form instead of autograd through the prediction (the
-same numbers, tested) and no autograd graph for the prediction.
-Both stay above 1.0x: per batch, interleaved in one process on one core, a GP batch costs
-0.85-0.91x (ResNet-8) and 0.91-1.04x (LeNet-5) of a baseline batch (the forward pass, the dW
-it forms, and the predictor's output-sized elementwise work: the gate's sigmoid, BatchNorm's
-projection) and a BP batch, which also trains the predictors, 1.56-1.79x and 2.05-2.08x.
+Measured for ADA-GP (`--only "adagp (GP-dominant)" --repeat 3`, defaults otherwise) on a quiet
+machine (2 threads): LeNet-5 1.29x, ResNet-8 1.10x (a second run with glibc told never to
+return freed memory, to see whether page faults weigh: 1.34x and 1.09x, no better). Earlier
+implementations: 1.30x and 1.33x (autograd through the prediction), 1.20x and
+1.26x (closed-form predictor gradients, PyTorch operations). This one runs the predictor's
+output-sized arithmetic in fused compiled loops (worker/training/feedback_kernels.py) and its
+Adam step fused; measured in one process with the previous one, rounds interleaved (3,200
+images): ResNet-8 epoch 1.32x -> 0.99x of the baseline's, LeNet-5 1.26x -> 1.20x.
+Both stay above 1.0x here. Per batch (ResNet-8): a GP batch costs about 0.8x of a baseline
+batch (forward, the dW it forms, and the prediction: e B, the gate, the projection, about
+1.4 ms per layer), a BP batch, which also trains the predictors, about 1.9x. LeNet-5's layers
+are small: the cost there is per call, and a GP batch costs about as much as a baseline batch.
 The "GP floor" line printed per workload is what this design cannot go below: a GP batch
 forms every layer's dW = dy x^T on the array, so it costs at least the forward pass, those
 dW products and the optimiser step, measured in plain PyTorch (no predictor, no recorder)

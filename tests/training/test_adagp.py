@@ -279,37 +279,50 @@ def test_layers_feeding_batchnorm_get_predictions_orthogonal_to_their_weights(
     assert _radial_cosines(weight, grad).abs().max() > 0.01
 
 
-@pytest.mark.parametrize("is_conv", [True, False])
+# a conv output (B, K, H, W), a linear output (B, F) and a linear output over a sequence (B, T, F)
+OUTPUT_SHAPES = {"conv": (8, 4, 5, 5), "linear": (8, 6), "sequence": (8, 3, 6)}
+
+
+def _feedback_case(
+    shape: tuple[int, ...], dtype: torch.dtype
+) -> tuple[_Feedback, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A predictor with random parameters, and an output y, output error and target on it."""
+    generator = torch.Generator().manual_seed(0)
+
+    def draw(*size: int) -> torch.Tensor:  # the same values in either precision
+        return torch.randn(size, generator=generator, dtype=torch.float64).to(dtype)
+
+    classes, is_conv = 10, len(shape) == 4
+    y = draw(*shape)
+    channels = y.shape[1] if is_conv else y.shape[-1]
+    feedback = _Feedback(
+        torch.nn.Parameter(draw(classes, y[0].numel())),
+        torch.nn.Parameter(draw(channels)),
+        torch.nn.Parameter(draw(channels)),
+        scale=torch.tensor(0.3, dtype=dtype),
+    )
+    return feedback, y, draw(len(y), classes), draw(*shape)
+
+
+@pytest.mark.parametrize("output", list(OUTPUT_SHAPES))
 @pytest.mark.parametrize("normalized", [True, False])
 def test_the_feedback_predictor_trains_on_the_gradients_autograd_gives(
-    is_conv: bool, normalized: bool
+    output: str, normalized: bool
 ) -> None:
     """The predictor's closed-form training gradients (and its prediction) equal autograd's
     through the forward written out plainly: the gated product, BatchNorm's projection and the
     MSE against the scaled true output gradient."""
-    torch.manual_seed(0)
-    double = torch.float64
-    classes, batch = 10, 8
-    y = (
-        torch.randn(batch, 4, 5, 5, dtype=double)
-        if is_conv
-        else torch.randn(batch, 6, dtype=double)
-    )
-    channels = y.shape[1] if is_conv else y.shape[-1]
-    feedback = _Feedback(
-        torch.nn.Parameter(torch.randn(classes, y[0].numel(), dtype=double)),
-        torch.nn.Parameter(torch.randn(channels, dtype=double)),
-        torch.nn.Parameter(torch.randn(channels, dtype=double)),
-        scale=torch.tensor(0.3, dtype=double),
-    )
-    error, target = torch.randn(batch, classes, dtype=double), torch.randn_like(y)
+    is_conv = output == "conv"
+    feedback, y, error, target = _feedback_case(OUTPUT_SHAPES[output], torch.float64)
     eps = 1e-5 if normalized else None
 
     b, a, c = (p.detach().clone().requires_grad_() for p in feedback.parameters())
-    shape = (1, -1, 1, 1) if is_conv else (1, -1)
+    channel = 1 if is_conv else y.dim() - 1
+    shape = [1] * y.dim()
+    shape[channel] = -1
     reference = (error @ b).view(y.shape) * torch.sigmoid(a.view(shape) * y + c.view(shape))
     if normalized:
-        dims = [d for d in range(y.dim()) if d != 1]
+        dims = [d for d in range(y.dim()) if d != channel]
         centred = y - y.mean(dims, keepdim=True)
         variance = centred.square().mean(dims, keepdim=True) + 1e-5
         along = (reference * centred).mean(dims, keepdim=True) / variance
@@ -322,3 +335,22 @@ def test_the_feedback_predictor_trains_on_the_gradients_autograd_gives(
     for mine, autograd in zip(feedback.parameters(), (b, a, c), strict=True):
         assert mine.grad is not None and autograd.grad is not None
         torch.testing.assert_close(mine.grad, autograd.grad)
+
+
+@pytest.mark.parametrize("output", list(OUTPUT_SHAPES))
+@pytest.mark.parametrize("normalized", [True, False])
+def test_the_fused_float32_predictor_agrees_with_float64(output: str, normalized: bool) -> None:
+    """Training runs in float32: the compiled loops' float32 version (its own machine code)
+    gives the float64 prediction and training gradients to float32 precision."""
+    is_conv = output == "conv"
+    eps = 1e-5 if normalized else None
+    results = []
+    for dtype in (torch.float64, torch.float32):
+        feedback, y, error, target = _feedback_case(OUTPUT_SHAPES[output], dtype)
+        prediction = feedback.predict(error, y, is_conv, eps, for_training=True)
+        output_sums = torch.from_numpy(prediction.channel_sums)
+        feedback.set_gradients(prediction, error, y, target, is_conv)
+        results.append([prediction.output, output_sums, *(p.grad for p in feedback.parameters())])
+    for wide, narrow in zip(*results, strict=True):
+        assert narrow is not None and wide is not None
+        torch.testing.assert_close(narrow.double(), wide, rtol=1e-4, atol=1e-5)

@@ -9,17 +9,18 @@ warm-up (no waiting for the loss to flatten), the regime where GP steps dominate
 
 Targets: mercury <= 2.0x, sparsetrain <= 1.3x, adagp <= 1.0x once GP steps dominate.
 Measured for ADA-GP (`--only "adagp (GP-dominant)" --repeat 3`, defaults otherwise) on a quiet
-machine (2 threads): LeNet-5 1.29x, ResNet-8 1.10x (a second run with glibc told never to
-return freed memory, to see whether page faults weigh: 1.34x and 1.09x, no better). Earlier
-implementations: 1.30x and 1.33x (autograd through the prediction), 1.20x and
-1.26x (closed-form predictor gradients, PyTorch operations). This one runs the predictor's
-output-sized arithmetic in fused compiled loops (worker/training/feedback_kernels.py) and its
-Adam step fused; measured in one process with the previous one, rounds interleaved (3,200
-images): ResNet-8 epoch 1.32x -> 0.99x of the baseline's, LeNet-5 1.26x -> 1.20x.
-Both stay above 1.0x here. Per batch (ResNet-8): a GP batch costs about 0.8x of a baseline
-batch (forward, the dW it forms, and the prediction: e B, the gate, the projection, about
-1.4 ms per layer), a BP batch, which also trains the predictors, about 1.9x. LeNet-5's layers
-are small: the cost there is per call, and a GP batch costs about as much as a baseline batch.
+machine (2 threads), three runs: LeNet-5 1.29x, 1.33x, 1.34x; ResNet-8 1.10x, 1.04x, 1.09x (the
+third with glibc told never to return freed memory, to see whether page faults weigh: they do
+not); the whole benchmark at --repeat 1 gave 1.22x and 0.96x. Earlier implementations: 1.30x
+and 1.33x (autograd through the prediction), 1.20x and 1.26x (closed-form predictor gradients,
+PyTorch operations). This one runs the predictor's output-sized arithmetic in fused compiled
+loops (worker/training/feedback_kernels.py) and its Adam step fused; measured in one process
+with the previous one, rounds interleaved (3,200 images): ResNet-8 epoch 1.32x -> 0.99x of the
+baseline's, LeNet-5 1.26x -> 1.20x. ResNet-8 is at the target's edge, LeNet-5 above it. Per
+batch (ResNet-8): a GP batch costs about 0.8x of a baseline batch (forward, the dW it forms,
+and the prediction: e B, the gate, the projection, about 1.4 ms per layer), a BP batch, which
+also trains the predictors, about 1.9x. LeNet-5's layers are small: the cost there is per
+call, and a GP batch costs about as much as a baseline batch.
 The "GP floor" line printed per workload is what this design cannot go below: a GP batch
 forms every layer's dW = dy x^T on the array, so it costs at least the forward pass, those
 dW products and the optimiser step, measured in plain PyTorch (no predictor, no recorder)

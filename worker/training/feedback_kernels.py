@@ -128,11 +128,13 @@ def _gated_product(
             for i in range(inner):
                 value = direct[b, k, i] * gate[b, k, i]
                 out[b, k, i] = value
-                o, v = np.float64(value), np.float64(y[b, k, i])
+                o = np.float64(value)
                 s_out += o
-                s_y += v
-                s_yy += v * v
-                s_out_y += o * v
+                if normalize:  # loop-invariant: compiled as two loops, y read only here
+                    v = np.float64(y[b, k, i])
+                    s_y += v
+                    s_yy += v * v
+                    s_out_y += o * v
             out_sums[k] += s_out
             y_sums[k] += s_y
             y_squares[k] += s_yy

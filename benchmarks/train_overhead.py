@@ -26,6 +26,18 @@ forms every layer's dW = dy x^T on the array, so it costs at least the forward p
 dW products and the optimiser step, measured in plain PyTorch (no predictor, no recorder)
 against a plain baseline step, interleaved in one process. LeNet-5's floor is high because
 its baseline backward skips little besides dW: its first conv needs no BWD-DATA anyway.
+A later run of the same command (same code, 2 threads) gave LeNet-5 1.14x, ResNet-8 1.12x,
+floors 0.73x and 0.64x: the spread between runs (LeNet-5 1.14-1.34x, ResNet-8 0.96-1.12x) is
+as large as any gain tried since. Where a LeNet-5 GP batch's time goes (per-batch timers in one
+process, baseline interleaved): forward 3.4 ms, the technique's work 3.8 ms (dW formed 1.5,
+the prediction 1.6, gains, bias sums and the output error the rest), optimiser 0.7, against a
+baseline batch's forward 3.6, backward 3.8 and optimiser 0.9. Tried and dropped, each measured
+against the current code in one process: the kernels multithreaded (numba prange over
+channels; each kernel 1.2-1.6x slower beside PyTorch's OpenMP pool, with numba's omp or
+workqueue threading layer), and e B computed in a single-threaded compiled loop instead of
+PyTorch's two-thread GEMM, which is erratic for this skinny shape (classes x per-sample
+elements, 0.2-0.7 ms for LeNet-5's first conv): epoch 1.24x -> 1.19x on LeNet-5 but 1.02x ->
+1.08x on ResNet-8.
 
 Steady state is what is timed: a worker process is long-lived and trains many runs, so before
 timing, each technique trains two batches of each workload once. That compiles its numba kernels

@@ -356,6 +356,9 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
         "techniques": json.dumps(run["technique_params"], sort_keys=True),
         "accelerator": f"{run['accelerator_name']}: "
         + json.dumps(run["accelerator_config"], sort_keys=True),
+        "trained with": json.dumps(run["training_environment"], sort_keys=True)
+        if run.get("training_environment")
+        else "-",
         "compared with": baseline,
         "accuracy": _fmt(run["accuracy"], "{:.2%}"),
         "speedup": _fmt(run["speedup"], "{:.3f}x"),

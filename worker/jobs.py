@@ -401,6 +401,7 @@ def store_results(
             test_accuracy=result.test_accuracy,
             test_loss=result.test_loss,
             chance_accuracy=result.chance_accuracy,
+            environment=result.environment,
             wall_seconds=result.seconds,
             finished_at=_now(),
             heartbeat_at=None,

@@ -35,7 +35,7 @@ from backend.api.schemas import (
     RunOut,
 )
 from backend.api.security import CurrentUser
-from backend.db.models import EpochMetric, Experiment, Run, User
+from backend.db.models import EpochMetric, Experiment, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
 from backend.experiments.retry import RetryRefused, attempt_history, retry_run
@@ -329,6 +329,11 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
             "hit_rate_per_layer": hit_rate_per_layer(epochs),
             "attempts": [RunAttemptOut.model_validate(a) for a in attempt_history(db, run.id)],
+            "training_environment": (
+                db.scalar(select(Training.environment).where(Training.id == run.training_id))
+                if run.training_id
+                else None
+            ),
         }
     )
     return detail

@@ -170,6 +170,12 @@ class RunDetail(RunOut):
         description="the run's earlier attempts, oldest first, each ended and then retried; "
         "the current one is the run itself (`attempt`)",
     )
+    training_environment: dict[str, Any] | None = Field(
+        None,
+        description="what its training ran with: PyTorch build, intra-op threads, CPU "
+        "instruction set, machine; the same config and seed give bit-identical results only "
+        "under the same (None until the training has finished)",
+    )
 
 
 class Page(BaseModel, Generic[T]):

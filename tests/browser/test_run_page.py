@@ -64,6 +64,10 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     # The spec, as stored: training, the technique's knobs, the accelerator.
     spec = page.locator("#spec").inner_text()
     assert "signature_bits" in spec and "learning_rate" in spec and "dram_bandwidth" in spec
+    # What the training ran with, since the same seed is bit-identical only under the same.
+    trained_with = page.locator("#spec table", has_text="Trained with").inner_text()
+    assert "intra_op_threads" in trained_with
+    assert detail["training_environment"]["torch"] in trained_with
     # Curves drawn by Plotly, and MERCURY's per-layer hit rate per epoch in its table.
     page.wait_for_selector("#curves .main-svg")
     headers = page.locator("#layer-epoch-table thead").inner_text()

@@ -120,6 +120,7 @@ def test_cli_submit_and_wait_on_embedded_defaults(tmp_path: Path) -> None:
         for layer in run["layers"]:
             assert layer["layer"] in text
         assert "…" not in text  # rich marks a cut cell with an ellipsis
+        assert "trained with" in text and run["training_environment"]["cpu_capability"] in text
     rows = {row["run_id"]: row for row in json.loads(compared.stdout)}
     assert rows[1]["speedup"] == 1.0 and rows[1]["accuracy_delta"] == 0.0
     assert rows[2]["baseline_run_id"] == 1

@@ -1,6 +1,7 @@
 """The job runner on PostgreSQL: real training, stored once, however often it is delivered."""
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, func, select, update
 
@@ -177,3 +178,23 @@ def test_a_run_that_did_not_learn_is_flagged_and_hit_rates_are_shown(
     assert all(len(v) == 2 and v[0] is not None and 0 <= v[0] <= 1 for v in [hit_rates["1"]])
     baseline = next(r for r in runs if r["technique"] == "baseline")
     assert api.get(f"/api/v1/runs/{baseline['id']}").json()["hit_rate_per_layer"] == {}
+
+
+def test_run_detail_names_what_its_training_ran_with(
+    api: TestClient, pg_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same config and seed are bit-identical only under the same PyTorch build, thread
+    count and CPU instruction set: the run detail names those the training used, and nothing
+    before it has trained."""
+    url = pg_settings.effective_database_url
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    api.post("/api/v1/experiments", json={**SPEC, "accelerators": ["edge"]})
+    queued = api.get("/api/v1/runs", params={"sort": "id"}).json()["items"]
+    assert api.get(f"/api/v1/runs/{queued[0]['id']}").json()["training_environment"] is None
+    for training_id in training_ids(url):
+        assert run_training_job(url, training_id, task_id="t1") == "done"
+    for run in api.get("/api/v1/runs", params={"sort": "id"}).json()["items"]:
+        environment = api.get(f"/api/v1/runs/{run['id']}").json()["training_environment"]
+        assert environment["torch"] == torch.__version__
+        assert environment["intra_op_threads"] == 1
+        assert environment["cpu_capability"] == torch.backends.cpu.get_cpu_capability()

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 import os
+import platform
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +47,19 @@ def configure_threads() -> None:
     configured = os.environ.get("OMP_NUM_THREADS", "")
     threads = int(configured) if configured.isdigit() else min(2, os.cpu_count() or 1)
     torch.set_num_threads(max(1, threads))
+
+
+def training_environment() -> dict[str, Any]:
+    """What a training's floating-point results depend on beyond its config and seed: the
+    PyTorch build, the number of intra-op threads (a reduction split over more threads adds in
+    another order) and the CPU instruction set PyTorch's kernels were chosen for. Ten epochs
+    amplify a last-bit difference into a visible one, so a stored run names them."""
+    return {
+        "torch": torch.__version__,
+        "intra_op_threads": torch.get_num_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "machine": platform.machine(),
+    }
 
 
 def make_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
@@ -244,6 +259,7 @@ def run_training(
         time.perf_counter() - started,
         workload.technique,
         chance_accuracy=1 / data.num_classes,
+        environment=training_environment(),
     )
 
 

@@ -41,6 +41,9 @@ class TrainingResult:
     seconds: float
     technique: str
     chance_accuracy: float | None = None  # 1 / classes: guessing's expected test accuracy
+    # What the figures were computed with (training_environment()): the same config and seed
+    # give bit-identical results only under the same environment.
+    environment: dict[str, Any] = field(default_factory=dict)
 
     @property
     def test_accuracy(self) -> float:
@@ -57,6 +60,7 @@ class TrainingResult:
             "test_loss": self.test_loss,
             "seconds": self.seconds,
             "chance_accuracy": self.chance_accuracy,
+            "environment": self.environment,
             "epochs": [asdict(epoch) for epoch in self.epochs],
             "workload": self.workload.to_dict(),
         }

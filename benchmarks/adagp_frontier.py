@@ -50,8 +50,9 @@ The statement above is for the frontier's sizes. At the `--full` paper check's s
 width 16 on 20,000 Fashion-MNIST images, 10 epochs, seeds 0-2, the default design:
 `python benchmarks/paper_check.py --full --only adagp`) GP acts more and keeps accuracy: GP
 fraction 0.307 at -0.49 +- 0.65 points in one run, 0.284 at -0.23 +- 0.40 in another of the same
-code on another machine (PyTorch's CPU kernels round differently between CPUs, and ten epochs
-amplify it), so the target's 0.3 sits inside the run-to-run spread there.
+code and seeds on another machine (a training repeats bit for bit only under the same PyTorch
+build, thread count and CPU, and ten epochs amplify a last-bit difference), so the target's 0.3
+sits inside the run-to-run spread there.
 
 Pilot seeds 100-102 (the designs the ratios were chosen from, lengthening at 1x the reference
 unless said; `--seeds 100 101 102`; GP fraction / delta pts):

@@ -162,9 +162,7 @@ class Training(Base):
     test_accuracy: Mapped[float | None] = mapped_column(Float)
     test_loss: Mapped[float | None] = mapped_column(Float)
     chance_accuracy: Mapped[float | None] = mapped_column(Float)  # 1 / classes of the data set
-    # PyTorch build, intra-op threads, CPU instruction set: results are bit-identical only
-    # under the same (worker/training/engine.py: training_environment).
-    environment: Mapped[dict[str, Any] | None]
+    environment: Mapped[dict[str, Any] | None]  # worker/training/engine.py: training_environment
     wall_seconds: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = _now_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -41,9 +41,7 @@ class TrainingResult:
     seconds: float
     technique: str
     chance_accuracy: float | None = None  # 1 / classes: guessing's expected test accuracy
-    # What the figures were computed with (training_environment()): the same config and seed
-    # give bit-identical results only under the same environment.
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)  # engine.training_environment()
 
     @property
     def test_accuracy(self) -> float:

@@ -114,7 +114,6 @@ function renderSpec(run) {
     spec.append(keyValueTable(`Technique: ${name}`, Object.keys(knobs).length ? knobs : { "(no settings)": "" }));
   }
   spec.append(keyValueTable(`Accelerator: ${run.accelerator_name}`, run.accelerator_config));
-  // Same config and seed give bit-identical numbers only under the same build, threads and CPU.
   if (run.training_environment) spec.append(keyValueTable("Trained with", run.training_environment));
 }
 

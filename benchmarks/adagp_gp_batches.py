@@ -27,9 +27,10 @@ from collections import defaultdict
 import torch
 from torch import Tensor, nn
 
-from backend.specs.training import AdaGPParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.adagp.training import AdaGP
 from worker.training import engine, run_training
-from worker.training.adagp import AdaGP
 from worker.training.layers import GemmLayer
 from worker.training.technique import Step
 

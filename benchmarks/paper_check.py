@@ -45,7 +45,7 @@ import yaml
 from backend.analysis.groups import estimate
 from backend.analysis.papers import PAPERS, summary_line
 from backend.client import OrreryClient
-from worker.training.adagp import run_gp_fraction
+from backend.techniques.adagp.training import run_gp_fraction
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCURACY_TOLERANCE = 0.01  # "within 1 point"

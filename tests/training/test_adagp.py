@@ -10,11 +10,14 @@ import pytest
 import torch
 
 from backend.specs.accelerator import PRESETS, ZeroSkipping
-from backend.specs.training import AdaGPParams, MercuryParams, SparseTrainParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.adagp.training import AdaGP, _Feedback, run_gp_fraction
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.sim.simulate import simulate
 from worker.sim.workload import GemmOp, TrainingPass
 from worker.training import engine, run_training
-from worker.training.adagp import AdaGP, _Feedback, run_gp_fraction
 from worker.training.results import TrainingResult
 from worker.training.technique import Step
 

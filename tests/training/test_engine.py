@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from backend.specs.training import MODEL_NAMES, BaselineParams, TrainingConfig
+from backend.specs.training import MODEL_NAMES, TrainingConfig
+from backend.techniques.baseline.params import BaselineParams
 from worker.sim.workload import TrainingPass, Workload
 from worker.training import Progress, TrainingCancelled, dense_workload, run_training
 from worker.training.layers import GemmLayer, instrument

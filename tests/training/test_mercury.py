@@ -7,17 +7,19 @@ import pytest
 import torch
 from torch import Tensor
 
-from backend.specs.training import BaselineParams, MercuryParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.baseline.params import BaselineParams
+from backend.techniques.mercury.mcache import CacheModel, owners, reference_owners
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.mercury.signatures import RandomProjection, pack_signs
+from backend.techniques.mercury.training import Mercury
 from worker.sim.workload import TrainingPass
 from worker.training import run_training
 from worker.training.datasets import load_dataset
 from worker.training.hook_chain import HookChain
 from worker.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument, mark_classifier
-from worker.training.mcache import CacheModel, owners, reference_owners
-from worker.training.mercury import Mercury
 from worker.training.models import MODEL_REGISTRY, build_model
 from worker.training.recorder import WorkloadRecorder
-from worker.training.signatures import RandomProjection, pack_signs
 
 CACHES = [
     CacheModel("unbounded"),

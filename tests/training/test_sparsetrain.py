@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from backend.specs.training import SparseTrainParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.sparsetrain.params import SparseTrainParams
+from backend.techniques.sparsetrain.training import pruning_threshold, stochastic_prune
 from worker.sim.workload import TrainingPass
 from worker.training import run_training
-from worker.training.sparsetrain import pruning_threshold, stochastic_prune
 
 
 def test_pruning_is_unbiased() -> None:

@@ -109,9 +109,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from backend.specs.training import AdaGPParams
+from backend.techniques.adagp.feedback_kernels import (
+    ChannelMoments,
+    gated_product,
+    predictor_gradients,
+)
+from backend.techniques.adagp.params import AdaGPParams
 from worker.sim.workload import GemmOp, TrainingPass
-from worker.training.feedback_kernels import ChannelMoments, gated_product, predictor_gradients
 from worker.training.layers import GemmLayer
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 

@@ -67,8 +67,8 @@ def main() -> None:
                 for seed in args.seeds:
                     result = run_training(config.model_copy(update={"seed": seed}), [params])
                     accuracy[seed] = 100 * result.test_accuracy
-                    first.append(result.epochs[0].hit_rate or 0.0)
-                    last.append(result.epochs[-1].hit_rate or 0.0)
+                    first.append(result.epochs[0].figures.get("hit_rate", 0.0))
+                    last.append(result.epochs[-1].figures.get("hit_rate", 0.0))
                     for layer, figures in result.epochs[-1].per_layer.items():
                         if "hit_rate" in figures:
                             layers.setdefault(layer, []).append(figures["hit_rate"])

@@ -177,7 +177,7 @@ def test_many_bits_keep_baseline_accuracy() -> None:
         config = DIGITS.model_copy(update={"seed": seed})
         baseline.append(run_training(config, [BaselineParams()]).test_accuracy)
         result = run_training(config, [many_bits])
-        assert result.epochs[0].hit_rate > 0  # all-zero and identical windows do hit
+        assert result.epochs[0].figures["hit_rate"] > 0  # all-zero and identical windows do hit
         mercury.append(result.test_accuracy)
     assert abs(np.mean(mercury) - np.mean(baseline)) <= 0.01
 
@@ -187,7 +187,7 @@ def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
     params = MercuryParams(signature_bits=8, max_bits=16, min_hit_rate=0.9)
     result = run_training(config, [params])
     first, second = result.epochs
-    assert 0 < first.hit_rate < 1
+    assert 0 < first.figures["hit_rate"] < 1
     conv1 = first.per_layer["conv1"]
     assert conv1["hit_rate"] > 0 and conv1["signature_bits"] == 8
     assert all(first.per_layer[name]["reuse_on"] == 1.0 for name in ("conv1", "fc1", "fc2"))

@@ -68,7 +68,7 @@ def runs() -> dict[float, object]:
 
 
 def test_measured_gradient_density_falls_as_p_rises(runs) -> None:
-    densities = [runs[p].epochs[0].density_bwd for p in (0.0, 0.5, 0.9)]
+    densities = [runs[p].epochs[0].figures["density_bwd"] for p in (0.0, 0.5, 0.9)]
     assert densities[0] > densities[1] > densities[2]
     for p in (0.5, 0.9):
         layer = runs[p].epochs[0].per_layer["conv2"]

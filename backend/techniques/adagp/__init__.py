@@ -20,6 +20,14 @@ def _training_hook() -> type[Technique]:
     return AdaGP
 
 
+GP_FRACTION = Figure(
+    "gp_fraction",
+    "GP fraction",
+    "batches trained on predicted gradients / batches (a training's: over all its batches, "
+    "warm-up included; every epoch has as many batches)",
+    over_training="mean",
+)
+
 TECHNIQUE = TechniqueEntry(
     name="adagp",
     label="ADA-GP",
@@ -27,13 +35,7 @@ TECHNIQUE = TechniqueEntry(
     training_hook=_training_hook,
     hardware_extension="gradient_predictor",
     figures=(
-        Figure(
-            "gp_fraction",
-            "GP fraction",
-            "batches trained on predicted gradients / batches (a training's: over all its "
-            "batches, warm-up included)",
-            over_training="mean",
-        ),
+        GP_FRACTION,
         Figure(
             "cosine_similarity",
             "predicted-gradient cosine",

@@ -88,9 +88,7 @@ register(
     TechniqueEntry("baseline", "Baseline", BaselineParams, "worker.training.baseline:Baseline")
 )
 register(
-    TechniqueEntry(
-        "mercury", "MERCURY", MercuryParams, "worker.training.mercury:Mercury", "mercury"
-    )
+    TechniqueEntry("mercury", "MERCURY", MercuryParams, "worker.training.mercury:Mercury", "mcache")
 )
 register(
     TechniqueEntry(

@@ -229,9 +229,9 @@ def _place(workload: Workload, accels: list[AcceleratorConfig]) -> _Sweep:
     ops = _op_arrays(workload)
     cfg = {name: _config_column(accels, name) for name in _CONFIG_FIELDS}
     df = np.asarray([DATAFLOW_CODES[a.dataflow] for a in accels]).reshape(-1, 1)
-    has_mcache = cfg["mercury.enabled"].astype(bool)
+    has_mcache = cfg["mcache.enabled"].astype(bool)
     has_predictor = cfg["gradient_predictor.enabled"].astype(bool)
-    projection_rate = cfg["mercury.projection_macs_per_cycle"]
+    projection_rate = cfg["mcache.projection_macs_per_cycle"]
     has_projector = has_mcache & (projection_rate > 0)
     m = np.where(has_mcache, np.ceil(ops.m * (1.0 - ops.reused) - 1e-9), ops.m).astype(np.int64)
     k = np.where(has_mcache, np.ceil(ops.k * ops.folded - 1e-9), ops.k).astype(np.int64)
@@ -408,9 +408,9 @@ def _extension_units(s: _Sweep, array: _ArrayWork) -> _UnitWork:
     )
     units = UnitCycles(
         lookups=mcache_lookup_cycles(
-            lookups, s.has_mcache, cfg["mercury.lookups_per_cycle"], s.rows
+            lookups, s.has_mcache, cfg["mcache.lookups_per_cycle"], s.rows
         ),
-        lookup_latency=np.where(s.has_mcache & (lookups > 0), cfg["mercury.lookup_latency"], 0.0),
+        lookup_latency=np.where(s.has_mcache & (lookups > 0), cfg["mcache.lookup_latency"], 0.0),
         column_units=column_unit_cycles(extra.alu_ops.reshape(1, -1) - updates, s.cols),
         weight_updates=column_unit_cycles(updates, s.cols),
         own_unit=own_unit,
@@ -571,10 +571,10 @@ _CONFIG_FIELDS = (
     "ofmap_sram_kib",
     "dram_bandwidth",
     "word_bytes",
-    "mercury.enabled",
-    "mercury.lookups_per_cycle",
-    "mercury.lookup_latency",
-    "mercury.projection_macs_per_cycle",
+    "mcache.enabled",
+    "mcache.lookups_per_cycle",
+    "mcache.lookup_latency",
+    "mcache.projection_macs_per_cycle",
     "zero_skipping.enabled",
     "gradient_predictor.enabled",
     "gradient_predictor.macs_per_cycle",

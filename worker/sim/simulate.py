@@ -35,9 +35,9 @@ The accelerator is taken as given; each result lists the extensions that were on
 (`SimulationResult.extensions`).
 
 simulate_many runs in phases that share one _Sweep (the GEMMs, the accelerators' fields, and per
-pair the reduced GEMM and the unit it runs on): mapping onto the array (_map_onto_array), sparsity
-(_skip_zeros), extension units (_extension_units), traffic (_traffic), energy (_energy), then the
-training's columns (_training_columns).
+pair the reduced GEMM and the unit it runs on; built by _place): mapping onto the array
+(_map_onto_array), sparsity (_skip_zeros), extension units (_extension_units), traffic
+(_traffic), energy (_energy), then the training's columns (_training_columns).
 """
 
 from __future__ import annotations

@@ -117,6 +117,7 @@ def _rename_the_mcache_extension(url: str) -> None:
         },
     }
     params = {"accelerator.mercury.lookup_latency": 2, "mercury.signature_bits": 16}
+    filters = {"param": ["accelerator.mercury.lookup_latency:2", "mercury.signature_bits:16"]}
     engine = create_engine(url)
     experiments = sa.table(
         "experiments", sa.column("id"), sa.column("name"), sa.column("status"),
@@ -127,8 +128,14 @@ def _rename_the_mcache_extension(url: str) -> None:
         sa.column("technique_params", sa.JSON), sa.column("training_config", sa.JSON),
         sa.column("accelerator_config", sa.JSON), sa.column("params", sa.JSON),
     )  # fmt: skip
+    dashboards = sa.table(
+        "dashboards", sa.column("id"), sa.column("name"), sa.column("config", sa.JSON)
+    )
     with engine.begin() as connection:
         connection.execute(experiments.insert().values(id=1, name="e", status="done", spec=spec))
+        connection.execute(
+            dashboards.insert().values(id="d1", name="d", config={"filters": filters})
+        )
         connection.execute(
             runs.insert().values(
                 id=1, experiment_id=1, is_baseline=False, technique="mercury", model="lenet5",
@@ -138,17 +145,18 @@ def _rename_the_mcache_extension(url: str) -> None:
             )
         )  # fmt: skip
 
-    def stored() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def stored() -> tuple[dict[str, Any], ...]:
         with engine.connect() as connection:
             run = connection.execute(sa.select(runs.c.accelerator_config, runs.c.params)).one()
             return (
                 run.accelerator_config,
                 run.params,
                 connection.execute(sa.select(experiments.c.spec)).scalar_one(),
+                connection.execute(sa.select(dashboards.c.config)).scalar_one(),
             )
 
     migrate.upgrade(url)
-    config, run_params, new_spec = stored()
+    config, run_params, new_spec, dashboard = stored()
     assert "mercury" not in config
     assert AcceleratorConfig.model_validate(config) == PRESETS["mercury-like"]
     assert run_params == {"accelerator.mcache.lookup_latency": 2, "mercury.signature_bits": 16}
@@ -161,9 +169,13 @@ def _rename_the_mcache_extension(url: str) -> None:
         "mercury.signature_bits",
     }
     assert checked.techniques[0].signature_bits == 8  # the technique keeps its name
+    assert dashboard["filters"]["param"] == [
+        "accelerator.mcache.lookup_latency:2",
+        "mercury.signature_bits:16",
+    ]
 
     migrate.downgrade(url, "0010")
-    assert stored() == (_old_accelerator_config(), params, spec)
+    assert stored() == (_old_accelerator_config(), params, spec, {"filters": filters})
     engine.dispose()
 
 

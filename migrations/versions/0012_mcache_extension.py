@@ -1,10 +1,12 @@
 """the accelerator extension `mercury` is named for its hardware: `mcache`
 
 Stored accelerator configs carry the extension as a key: runs.accelerator_config, a run's swept
-values (runs.params, paths "accelerator.mercury.<field>"), and in experiments.spec the custom
-accelerators (dict entries of spec["accelerators"]) and the sweep's parameter paths. The key is
-renamed row by row in Python, the same on SQLite and PostgreSQL. The technique `mercury` (its
-params, its sweep paths such as "mercury.signature_bits") and preset names keep their names.
+values (runs.params, paths "accelerator.mercury.<field>"), in experiments.spec the custom
+accelerators (dict entries of spec["accelerators"]) and the sweep's parameter paths, and a
+dashboard's run filters on swept values (dashboards.config["filters"]["param"], "path:value").
+The key is renamed row by row in Python, the same on SQLite and PostgreSQL. The technique
+`mercury` (its params, its sweep paths such as "mercury.signature_bits") and preset names keep
+their names.
 
 Revision ID: 0012
 Revises: 0010
@@ -35,6 +37,7 @@ runs = sa.table(
     sa.column("params", JsonType),
 )
 experiments = sa.table("experiments", sa.column("id", sa.Integer), sa.column("spec", JsonType))
+dashboards = sa.table("dashboards", sa.column("id", sa.String), sa.column("config", JsonType))
 
 
 def upgrade() -> None:
@@ -49,14 +52,13 @@ def _rename(old: str, new: str) -> None:
     def accelerator(config: Any) -> Any:
         return _renamed_keys(config, lambda key: new if key == old else key)
 
+    prefix = f"accelerator.{old}."
+
+    def path(text: str) -> str:
+        return f"accelerator.{new}.{text[len(prefix) :]}" if text.startswith(prefix) else text
+
     def paths(values: Any) -> Any:
-        prefix = f"accelerator.{old}."
-        return _renamed_keys(
-            values,
-            lambda key: (
-                f"accelerator.{new}.{key[len(prefix) :]}" if key.startswith(prefix) else key
-            ),
-        )
+        return _renamed_keys(values, path)
 
     def spec(value: Any) -> Any:
         if not isinstance(value, dict):
@@ -69,8 +71,16 @@ def _rename(old: str, new: str) -> None:
             renamed["sweep"] = {**sweep, "parameters": paths(sweep["parameters"])}
         return renamed
 
+    def dashboard(config: Any) -> Any:
+        filters = config.get("filters") if isinstance(config, dict) else None
+        if not isinstance(filters, dict) or not isinstance(filters.get("param"), list):
+            return config
+        param = [path(item) if isinstance(item, str) else item for item in filters["param"]]
+        return {**config, "filters": {**filters, "param": param}}
+
     _update_rows(runs, {"accelerator_config": accelerator, "params": paths})
     _update_rows(experiments, {"spec": spec})
+    _update_rows(dashboards, {"config": dashboard})
 
 
 def _renamed_keys(value: Any, rename: Callable[[str], str]) -> Any:

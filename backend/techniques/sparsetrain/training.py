@@ -9,9 +9,32 @@ values with |g| >= tau stay; a smaller value becomes tau*sign(g) with probabilit
 otherwise, so E[g'] = g. Fresh uniform numbers every step. The pruned gradient feeds both
 BWD-DATA and BWD-WEIGHT.
 
+Which mean|g| (`threshold_from`, an open choice): tau from the gradient being pruned needs its
+mean|g| before the first value is pruned, i.e. a pass over g ahead of the pruning. Hardware that
+prunes inline, as g streams out of the array, only has the mean|g| of an earlier gradient. So by
+default ("previous") a layer is pruned with the tau measured at its last pruned step (its own
+tau on its first step, when there is none), and the mean|g| reduction runs inline on the current
+g to give the next step's tau. "current" is the rule as published (the previous default here).
+Each layer's latest applied and measured tau are kept in `SparseTrain.thresholds` (the state
+"previous" needs, and what tests read). Measured on LeNet-5/MNIST (3,000 training and 2,000 test
+images, 3 epochs, seeds 0-2; benchmarks/sparsetrain_threshold.py): see the knob's description in
+params.py for the figures.
+
 The target rate p is not the realised sparsity: natural (before pruning) and artificial (after)
-densities, and the share of values below tau (each needs a random number), are measured per
-layer on the recorder's sampled mini-batches only; the pruning itself runs on every batch.
+densities, and the share of values below the applied tau (each needs a random number), are
+measured per layer on the recorder's sampled mini-batches only; the pruning itself runs on every
+batch.
+
+Cost (`annotate_workload`), on the layer's BWD-WEIGHT op, per pruned element: one add for the
+mean|g| reduction and one compare with tau; a value below tau also a random number and a second
+compare. These run on the column units as g leaves the array (worker.sim.extensions). With
+"current" the extra pass over g is charged as one more column-unit op per element
+("gradient_reads"): the simulator has no way to state a bare SRAM or DRAM read, so it is costed
+as column-unit work, ceil(elements / cols) busy cycles per execution and one integer add of
+energy per element; the energy of reading the words from SRAM (or DRAM when g does not fit) is
+not charged. Under the "overlapped" extension model that pass is hidden behind the array's time
+like the rest of the pruning, although the reduction has to finish before pruning starts: the
+"serial" model's figure is its upper bound.
 """
 
 from __future__ import annotations
@@ -121,6 +144,15 @@ def _measured_counts(values: np.ndarray, pruned: np.ndarray, tau: float) -> tupl
     return natural, kept, below
 
 
+@dataclass(frozen=True)
+class LayerThreshold:
+    """One layer's latest pruned step: the tau it was pruned with and the tau measured on its
+    gradient (the next step's with threshold_from "previous")."""
+
+    applied: float
+    measured: float
+
+
 @dataclass
 class _LayerCounts:
     """Element counts on measured batches."""
@@ -145,6 +177,7 @@ class SparseTrain(Technique):
         self.epoch: dict[str, _LayerCounts] = {}
         self.measured: dict[str, _LayerCounts] = {}  # over the whole training
         self.pruned_elements: dict[str, int] = {}  # every batch, for the workload overheads
+        self.thresholds: dict[str, LayerThreshold] = {}  # per layer, its latest pruned step
 
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
         self.seed = seed
@@ -156,8 +189,13 @@ class SparseTrain(Technique):
     def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor:
         if layer.name in self.params.excluded_layers:
             return grad
+        measured = pruning_threshold(grad, self.params.prune_rate)
+        tau = measured
+        last = self.thresholds.get(layer.name)
+        if self.params.threshold_from == "previous" and last is not None:
+            tau = last.measured
+        self.thresholds[layer.name] = LayerThreshold(applied=tau, measured=measured)
         # seeds are below 2^31: (seed, call) -> key is one-to-one for 2^32 calls
-        tau = pruning_threshold(grad, self.params.prune_rate)
         pruned = prune_at(grad, tau, self.seed << 32 | self.calls)
         self.calls += 1
         self.pruned_elements[layer.name] = self.pruned_elements.get(layer.name, 0) + grad.numel()
@@ -192,7 +230,8 @@ class SparseTrain(Technique):
 
     def annotate_workload(self, ops: WorkloadOps) -> None:
         """Per pruned element: one add for mean|g|, one compare with tau; below tau (share
-        measured on sampled batches) also a random number and a second compare."""
+        measured on sampled batches) also a random number and a second compare; with
+        threshold_from "current" one more read of the element (see the module docstring)."""
         for name, elements in self.pruned_elements.items():
             op = ops.find(name, TrainingPass.BWD_WEIGHT)
             if op is None:
@@ -202,3 +241,5 @@ class SparseTrain(Technique):
             add_extra(op, "fp_adds", elements)
             add_extra(op, "compares", elements + below)
             add_extra(op, "random_numbers", below)
+            if self.params.threshold_from == "current":
+                add_extra(op, "gradient_reads", elements)

@@ -5,8 +5,8 @@ Trains LeNet-5 on MNIST once per seed with the baseline and with SparseTrain at 
 `threshold_from` (its other knobs at their defaults, the recipe's optimisation settings) and
 prints per setting the test accuracy (mean and 95% confidence interval over seeds, Student's t
 with n-1 degrees of freedom), the accuracy change against the same seed's baseline (mean and 95%
-interval) and the backward-pass density (`density_bwd`, last epoch, mean over seeds). Each
-training runs on one intra-op thread (the machine is shared).
+interval), the backward-pass density (`density_bwd`, last epoch, mean over seeds) and each
+seed's accuracy. Each training runs on one intra-op thread (the machine is shared).
 
     python benchmarks/sparsetrain_threshold.py [--seeds 0 1 2] [--epochs 3]
         [--train-samples 3000] [--test-samples 2000]
@@ -71,14 +71,21 @@ def main() -> None:
         f"LeNet-5 on MNIST: {args.train_samples} training / {args.test_samples} test images, "
         f"{args.epochs} epochs, seeds {args.seeds} ({time.perf_counter() - started:.0f} s)"
     )
-    print("| setting | test accuracy % (95% CI) | change, points (95% CI) | density_bwd |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| setting | test accuracy % (95% CI) | change, points (95% CI) | density_bwd | "
+        "accuracy per seed |"
+    )
+    print("| --- | --- | --- | --- | --- |")
     base = accuracy["baseline"]
     for name in SETTINGS:
         values = [accuracy[name][seed] for seed in args.seeds]
         deltas = [accuracy[name][seed] - base[seed] for seed in args.seeds]
         change = "-" if name == "baseline" else interval(deltas, "+")
-        print(f"| {name} | {interval(values)} | {change} | {statistics.fmean(density[name]):.3f} |")
+        per_seed = " ".join(f"{value:.1f}" for value in values)
+        print(
+            f"| {name} | {interval(values)} | {change} | "
+            f"{statistics.fmean(density[name]):.3f} | {per_seed} |"
+        )
 
 
 if __name__ == "__main__":

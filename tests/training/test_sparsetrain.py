@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 from unittest.mock import patch
 
 import pytest
 import torch
+from pydantic import BaseModel
 from torch import nn
 
-from backend.specs.accelerator import PRESETS
+from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.training import TrainingConfig
 from backend.techniques.sparsetrain.params import SparseTrainParams
 from backend.techniques.sparsetrain.training import (
@@ -17,13 +19,14 @@ from backend.techniques.sparsetrain.training import (
     pruning_threshold,
     stochastic_prune,
 )
-from worker.sim import Workload, simulate
+from worker.sim import GemmOp, SimulationResult, Workload, simulate
 from worker.sim.lowering import lower_linear
 from worker.sim.workload import TrainingPass
 from worker.training import run_training
 from worker.training.layers import GemmLayer
 from worker.training.registry import build_techniques
-from worker.training.technique import Step, WorkloadOps
+from worker.training.results import TrainingResult
+from worker.training.technique import Step, Technique, WorkloadOps
 
 
 def test_pruning_is_unbiased() -> None:
@@ -176,12 +179,15 @@ def _assert_pruned_at(grad: torch.Tensor, pruned: torch.Tensor, tau: float) -> N
     assert torch.equal(survivors.abs(), torch.full_like(survivors, tau))
 
 
-def _train_with_hook(params: SparseTrainParams, record: list) -> object:
+Call = tuple[str, float, float, float]
+
+
+def _train_with_hook(params: SparseTrainParams, record: list[Call]) -> TrainingResult:
     """Train CONFIG; append (layer, applied, measured, tau of the gradient, computed here) for
     every output_grad call of the SparseTrain hook."""
     from worker.training import engine
 
-    def build(all_params: list) -> list:
+    def build(all_params: list[BaseModel]) -> list[Technique]:
         (hook,) = build_techniques(all_params)
         assert isinstance(hook, SparseTrain)
         prune = hook.output_grad
@@ -202,7 +208,7 @@ def _train_with_hook(params: SparseTrainParams, record: list) -> object:
 
 
 def test_a_training_prunes_each_layer_with_its_previous_steps_tau() -> None:
-    calls: list[tuple[str, float, float, float]] = []
+    calls: list[Call] = []
     _train_with_hook(SparseTrainParams(prune_rate=0.9), calls)
     layers = {name for name, *_ in calls}
     steps = CONFIG.train_samples // CONFIG.batch_size
@@ -214,25 +220,28 @@ def test_a_training_prunes_each_layer_with_its_previous_steps_tau() -> None:
         assert applied == last.get(name, own)
         differ += applied != own
         last[name] = own
-    assert differ >= (steps - 1) * len(layers) - 2  # tau really moves between steps
+    assert differ == (steps - 1) * len(layers)  # tau really moves between steps
 
 
 def test_a_current_training_charges_one_read_per_gradient_element() -> None:
-    calls: list[tuple[str, float, float, float]] = []
+    calls: list[Call] = []
     result = _train_with_hook(SparseTrainParams(prune_rate=0.9, threshold_from="current"), calls)
     assert all(applied == measured == own for _, applied, measured, own in calls)
     weight_pass = next(
         op
-        for op in result.workload.ops  # type: ignore[attr-defined]
+        for op in result.workload.ops
         if op.layer == "fc1" and op.pass_ == TrainingPass.BWD_WEIGHT
     )
     assert weight_pass.extra_ops["gradient_reads"] == 32 * 120
     assert weight_pass.extra_ops["fp_adds"] == 32 * 120
 
 
-def _simulated(threshold_from: str, accel) -> tuple[object, int]:
+def _simulated(
+    threshold_from: Literal["previous", "current"], accel: AcceleratorConfig
+) -> tuple[SimulationResult, GemmOp, int]:
     """One linear layer pruned for 6 steps with the same gradient every step (so both settings
-    apply the same tau and prune alike), its workload annotated and simulated on `accel`."""
+    apply the same tau and prune alike), its workload annotated and simulated on `accel`; the
+    result, the annotated BWD-WEIGHT op and the gradient's elements."""
     batch, features, steps = 28, 128, 6  # 3,584 elements: a multiple of 14, 16 and 128 columns
     gradient = torch.randn(batch, features, generator=torch.Generator().manual_seed(9))
     layer = GemmLayer("fc", nn.Linear(64, features))
@@ -242,7 +251,8 @@ def _simulated(threshold_from: str, accel) -> tuple[object, int]:
     ops = [replace(op, executions=steps) for op in lower_linear("fc", batch, 64, features)]
     hook.annotate_workload(WorkloadOps(ops))
     workload = Workload("toy", "toy", batch, steps, ops, technique="sparsetrain")
-    return simulate(workload, accel), gradient.numel()
+    (weight,) = (op for op in ops if op.pass_ == TrainingPass.BWD_WEIGHT)
+    return simulate(workload, accel), weight, gradient.numel()
 
 
 @pytest.mark.parametrize("preset", ["sparsetrain-like", "eyeriss-like", "tpu-like"])
@@ -252,9 +262,12 @@ def test_current_costs_one_more_pass_over_the_gradient(preset: str, overlap: str
     the gradient per step: its elements read on the column units (elements / cols cycles, one
     integer add of energy each), busy whatever the overlap, exposed in full when serial."""
     accel = PRESETS[preset].model_copy(update={"extension_overlap": overlap})
-    previous, elements = _simulated("previous", accel)
-    current, same = _simulated("current", accel)
-    assert same == elements and elements % accel.cols == 0
+    previous, previous_op, elements = _simulated("previous", accel)
+    current, current_op, _ = _simulated("current", accel)
+    assert elements % accel.cols == 0
+    # the same pruning work; only the pass differs
+    assert current_op.extra_ops.pop("gradient_reads") == elements
+    assert current_op.extra_ops == previous_op.extra_ops
     steps = 6
     pass_cycles = steps * elements / accel.cols
     pass_energy = steps * elements * accel.energy.int_add

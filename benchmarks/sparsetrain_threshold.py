@@ -6,7 +6,8 @@ Trains LeNet-5 on MNIST once per seed with the baseline and with SparseTrain at 
 prints per setting the test accuracy (mean and 95% confidence interval over seeds, Student's t
 with n-1 degrees of freedom), the accuracy change against the same seed's baseline (mean and 95%
 interval), the backward-pass density (`density_bwd`, last epoch, mean over seeds) and each
-seed's accuracy. Each training runs on one intra-op thread (the machine is shared).
+seed's accuracy; then the change from "current" to "previous", paired by seed. Each training
+runs on one intra-op thread (the machine is shared).
 
     python benchmarks/sparsetrain_threshold.py [--seeds 0 1 2] [--epochs 3]
         [--train-samples 3000] [--test-samples 2000]
@@ -86,6 +87,10 @@ def main() -> None:
             f"| {name} | {interval(values)} | {change} | "
             f"{statistics.fmean(density[name]):.3f} | {per_seed} |"
         )
+    previous = accuracy["sparsetrain, tau from previous"]
+    current = accuracy["sparsetrain, tau from current"]
+    paired = [previous[seed] - current[seed] for seed in args.seeds]
+    print(f"previous - current, paired by seed: {interval(paired, '+')} points")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,11 @@ Storage formats (stored_words_per_element): an accelerator may store activations
 weights dense, as a bitmap or compressed. A tensor with non-zero fraction d then takes, per
 element, 1 word (dense), d + 1/w (bitmap: values plus a presence bit; w bits per word) or
 d * (1 + index_bits / w) (compressed: each non-zero with its index) in DRAM and in the SRAM
-requests of the array; spilled partial sums are dense, C's final write is in C's format. The
+requests of the array; spilled partial sums are dense, C's final write is in C's format. With
+`storage.dense_fallback` (the default) a tensor is stored dense where its format would be larger
+(min(1, the format's words): a compressed tensor of density above 1 / (1 + index_bits / w),
+2/3 for 16-bit indices in 32-bit words, moves dense), decided per tensor at its measured density,
+not per tile or mini-batch (a finer choice would save more where density varies). The
 densities are the workload's measured ones: A and B as the GEMM reads them (after ReLU, pruning),
 C as the GEMM writes it (`density_c`; FWD before any activation, since the models run
 activations as separate layers; 1.0 where not measured). The tiling above is kept dense (fold
@@ -184,6 +188,7 @@ def stored_words_per_element(
         return None
     word_bits = np.asarray([8.0 * a.word_bytes for a in accels]).reshape(-1, 1)
     index_bits = np.asarray([float(a.storage.index_bits) for a in accels]).reshape(-1, 1)
+    fallback = np.asarray([a.storage.dense_fallback for a in accels]).reshape(-1, 1)
     densities = [
         [op.density_a for op in ops],
         [op.density_b for op in ops],
@@ -194,9 +199,10 @@ def stored_words_per_element(
         kind = np.asarray([kinds.index(_OPERAND_KINDS[op.pass_][slot]) for op in ops])
         fmt = codes[:, kind]  # (configs, GEMMs)
         d = np.asarray(densities[slot], dtype=np.float64).reshape(1, -1)
-        out[name] = np.where(
+        words = np.where(
             fmt == 0,
             1.0,
             np.where(fmt == 1, d + 1.0 / word_bits, d * (1.0 + index_bits / word_bits)),
         )
+        out[name] = np.where(fallback, np.minimum(words, 1.0), words)
     return out

@@ -28,7 +28,9 @@ Per execution of one GEMM (all `groups` run back to back):
 - SRAM: the array's requests (SCALE-Sim's counts) plus the DRAM fills and drains of each operand.
 - Storage (worker.sim.memory.stored_words_per_element): an accelerator that stores a kind of
   tensor as a bitmap or compressed moves, per element, its measured density plus metadata in
-  words, in DRAM and in the array's SRAM reads; stalls follow the smaller traffic.
+  words (with `storage.dense_fallback`, at most one: the tensor falls back to dense), in DRAM
+  and in the array's SRAM reads; stalls follow the smaller traffic. The config is taken
+  literally: that a baseline stores dense is AcceleratorConfig.with_extensions' doing.
 - Energy (worker.sim.energy) = counts x the accelerator's energy table.
 
 The accelerator is taken as given; each result lists the extensions that were on

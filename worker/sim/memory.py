@@ -24,6 +24,16 @@ fold's operands have arrived, nor finish before all traffic has moved. The layer
 of these two bounds: total = max(compute + ceil(first / bw), ceil(words / bw)), so
 stall = max(ceil(first / bw), ceil(words / bw) - compute).
 
+Reuse (MERCURY; applied in worker.sim.simulate): the array computes a reduced GEMM, FWD without
+its hit rows, BWD-WEIGHT with each hit group's positions folded into one. The tiling above is the
+reduced GEMM's (it sets the folds and every re-read), and the words it leaves out that still move
+are added once each: every A element left out is read once (a hit row's window, which its
+signature needs; every dY of a folded group, summed on chip as it streams in) and every hit
+row's output is written once (the copy lands in the output tensor the next layer reads whole).
+B is the reduced GEMM's (FWD: the weights; BWD-WEIGHT: only the groups' representative windows).
+Open choice, stated: a later sweep of BWD-WEIGHT's A re-reads the group sums that did not stay
+on chip at one word each, as it would a dY; writing those sums out for it is not counted.
+
 Storage formats (stored_words_per_element): an accelerator may store activations, gradients and
 weights dense, as a bitmap or compressed. A tensor with non-zero fraction d then takes, per
 element, 1 word (dense), d + 1/w (bitmap: values plus a presence bit; w bits per word) or

@@ -12,12 +12,15 @@ outer, row folds inner) over the elements of the real tensors:
   but every hit row's window is read once (its signature needs it) and its copied output is
   written once (the next layer reads the whole output). BWD-WEIGHT with folded hit groups: the
   array reduces over one position per group, and the first read of a group's dY element reads
-  every dY of the group (summed on chip); a later re-read reads the group sum (one word).
+  every dY of the group (summed on chip); the group sums form a packed tensor: one a later fold
+  needs again and the half cannot hold is written out once, and a re-read reads it (one word).
 
 worker.sim.memory's closed forms, with worker.sim.simulate's reuse accounting, must agree exactly.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -30,18 +33,24 @@ from worker.sim.workload import GemmOp
 WORD_BYTES = 8
 
 
-def reference(case: dict, hits: set[int], groups: list[list[int]] | None) -> tuple[int, int, int]:
-    """(A reads, C writes, C reads) in words for one execution of the case's GEMM."""
+def reference(
+    case: dict, hits: set[int], groups: list[list[int]] | None
+) -> tuple[int, int, int, int]:
+    """(A reads, A writes, C writes, C reads) in words for one execution of the case's GEMM."""
     m, k, n = case["m"], case["k"], case["n"]
     missed = [row for row in range(m) if row not in hits]
     reduced_k = len(groups) if groups is not None else k
+    folded = reduced_k < k
     cap_a, cap_c = case["half_a"], case["half_c"]
-    a_reads = c_writes = c_reads = 0
+    a_reads = a_writes = c_writes = c_reads = 0
     a_held: set[tuple[int, int]] = set()
     a_read_before: set[tuple[int, int]] = set()
     c_held: set[tuple[int, int]] = set()  # unfinished partial sums kept on chip
     c_out: set[tuple[int, int]] = set()  # unfinished partial sums written out
-    folds = _fold_tiles(len(missed), reduced_k, n, case["dataflow"], case["rows"], case["cols"])
+    folds = list(
+        _fold_tiles(len(missed), reduced_k, n, case["dataflow"], case["rows"], case["cols"])
+    )
+    uses = Counter((missed[i], j) for tile in folds for i in tile["m"] for j in tile["k"])
     for tile in folds:
         for i in tile["m"]:
             for j in tile["k"]:
@@ -53,6 +62,8 @@ def reference(case: dict, hits: set[int], groups: list[list[int]] | None) -> tup
                 a_read_before.add(element)
                 if len(a_held) < cap_a:
                     a_held.add(element)
+                elif folded and first and uses[element] > 1:
+                    a_writes += 1  # the group sums, packed, kept in DRAM for later folds
         finishes = tile["k"].stop == reduced_k
         for i in tile["m"]:
             for col in tile["n"]:
@@ -72,7 +83,7 @@ def reference(case: dict, hits: set[int], groups: list[list[int]] | None) -> tup
     for row in sorted(hits):  # copied, not computed
         a_reads += len({(row, j) for j in range(k)})  # its window, read for its signature
         c_writes += len({(row, col) for col in range(n)})  # its copy, written to the output
-    return a_reads, c_writes, c_reads
+    return a_reads, a_writes, c_writes, c_reads
 
 
 def _random_case(rng: np.random.Generator, pass_: TrainingPass) -> dict:
@@ -142,9 +153,10 @@ def test_reuse_traffic_equals_the_element_reference(pass_: TrainingPass) -> None
             op.folded_k_fraction = count / k
             kept_m, kept_k = m, count
         reduced += kept_m < m or kept_k < k
-        a_reads, c_writes, c_reads = reference(case, hits, groups)
+        a_reads, a_writes, c_writes, c_reads = reference(case, hits, groups)
         row = _simulated(op, _accelerator(case))
         assert row.dram_reads_by_operand["ifmap"] == a_reads, case
+        assert row.dram_writes_by_operand["ifmap"] == a_writes, case
         assert row.dram_writes_by_operand["ofmap"] == c_writes, case
         assert row.dram_reads_by_operand["ofmap"] == c_reads, case
         # The weights and every cycle are those of the GEMM the array really computes.
@@ -169,6 +181,7 @@ def test_a_hit_row_still_writes_its_output_and_a_folded_dy_is_still_read() -> No
     weight.folded_k_fraction = 0.25
     row = _simulated(weight, _accelerator(case))
     assert row.dram_reads_by_operand["ifmap"] == 8 * 40  # every dY
+    assert row.dram_writes_by_operand["ifmap"] == 0  # the group sums stay on chip
     assert row.dram_reads_by_operand["filter"] == 10 * 9  # the groups' representative windows
     assert row.dram_writes_by_operand["ofmap"] == 8 * 9
     assert row.macs_actual == 8 * 10 * 9

@@ -31,8 +31,10 @@ are added once each: every A element left out is read once (a hit row's window, 
 signature needs; every dY of a folded group, summed on chip as it streams in) and every hit
 row's output is written once (the copy lands in the output tensor the next layer reads whole).
 B is the reduced GEMM's (FWD: the weights; BWD-WEIGHT: only the groups' representative windows).
-Open choice, stated: a later sweep of BWD-WEIGHT's A re-reads the group sums that did not stay
-on chip at one word each, as it would a dY; writing those sums out for it is not counted.
+BWD-WEIGHT's later sweeps of A (os, ws: one per column fold) need the group sums again: the sums
+that do not stay resident are written out once, dense and packed (single-position groups too),
+after the first sweep (max(0, m * k_folded - S) words) and re-read like any swept operand;
+summing the dY again from DRAM on each sweep would move more.
 
 Storage formats (stored_words_per_element): an accelerator may store activations, gradients and
 weights dense, as a bitmap or compressed. A tensor with non-zero fraction d then takes, per
@@ -96,6 +98,8 @@ class DramTraffic:
     ofmap_reads: np.ndarray  # partial sums read back after a spill
     ofmap_writes: np.ndarray
     first_fold_words: np.ndarray
+    # A's own writes: BWD-WEIGHT's folded group sums written out for later sweeps (Reuse).
+    ifmap_writes: np.ndarray | float = 0.0
 
     @property
     def reads(self) -> np.ndarray:
@@ -103,7 +107,7 @@ class DramTraffic:
 
     @property
     def words(self) -> np.ndarray:
-        return self.reads + self.ofmap_writes
+        return self.reads + self.ofmap_writes + self.ifmap_writes
 
     def stored(self, per_element: dict[str, np.ndarray]) -> DramTraffic:
         """The traffic with each operand moved in its storage format (words per element, see
@@ -116,6 +120,7 @@ class DramTraffic:
             ofmap_reads=self.ofmap_reads,
             ofmap_writes=final_writes * per_element["ofmap"] + self.ofmap_reads,
             first_fold_words=self.first_fold_words,
+            ifmap_writes=self.ifmap_writes,
         )
 
 

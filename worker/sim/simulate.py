@@ -10,7 +10,8 @@ Per execution of one GEMM (all `groups` run back to back):
   sets the compute, the tiling and every re-read, but not which tensors move. Each element of A
   the reductions leave out is still read once (a hit row's window, for its signature; a folded
   dY, summed on chip into its group's sum) and each hit row's copied output is still written
-  once, into the tensor the next layer reads (worker.sim.memory, "Reuse").
+  once, into the tensor the next layer reads; folded group sums that later sweeps need and
+  SRAM cannot hold are written out once (worker.sim.memory, "Reuse").
 - Array cycles are SCALE-Sim's (worker.sim.systolic) for the reduced GEMM on the os/ws/is
   dataflows, with the streamed steps replaced by zero-skipping's when the accelerator skips zeros
   and an operand is sparse; on the 1-D "row" dataflow a convolution's cycles come from
@@ -74,6 +75,7 @@ from worker.sim.row_dataflow import (
 )
 from worker.sim.systolic import (
     DATAFLOW_CODES,
+    IS,
     OS,
     ROW,
     ArrayMapping,
@@ -449,7 +451,7 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
         m, k, n, array.mapping, s.rows, s.cols, s.gemm_df,
         word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
     )  # fmt: skip
-    traffic, moves = _reduced_away(s, traffic)
+    traffic, moves = _reduced_away(s, traffic, array.mapping, word_capacity["ifmap"] // 2)
     tensor = np.asarray([a.conv_operand_traffic == "tensor" for a in s.accels]).reshape(-1, 1)
     if tensor.any():
         halves = {name: words // 2 for name, words in word_capacity.items()}
@@ -470,7 +472,7 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
         "ofmap": np.where(moves, traffic.ofmap_reads, 0) * g,
     }
     dram_writes = {
-        "ifmap": np.zeros(s.shape),
+        "ifmap": np.where(moves, traffic.ifmap_writes, 0) * g,
         "filter": np.zeros(s.shape),
         "ofmap": np.where(moves, traffic.ofmap_writes, 0) * g,
     }
@@ -478,7 +480,8 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
     unit_a_words = np.where(s.on_projector, 0, a_words)  # the projection shares the FWD stream
     dense, on_unit = array.dense, s.on_unit
     sram_reads = {
-        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_unit, unit_a_words, 0)),
+        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_unit, unit_a_words, 0))
+        + dram_writes["ifmap"],
         "filter": np.where(on_array, dense.filter_reads * g, np.where(on_unit, b_words, 0)),
         "ofmap": dram_writes["ofmap"],
     }
@@ -498,19 +501,25 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
     return _Traffic(dram_reads, dram_writes, sram_reads, sram_writes, stalls)
 
 
-def _reduced_away(s: _Sweep, traffic: DramTraffic) -> tuple[DramTraffic, np.ndarray]:
+def _reduced_away(
+    s: _Sweep, traffic: DramTraffic, mapping: ArrayMapping, a_half: np.ndarray
+) -> tuple[DramTraffic, np.ndarray]:
     """The traffic of the reduced GEMMs (im2col convention, one group) with the words MERCURY's
     reductions cannot avoid put back, and where each GEMM moves words. Every element of A left
     out of the reduced GEMM is read once: a hit row's window (its signature needs it; the
     projection reads the FWD stream) and a folded dY (BWD-WEIGHT sums each hit group's dY on
     chip). Every hit row's output is written once: its copy lands in the output tensor the next
-    layer reads. B is the reduced GEMM's: FWD's weights, BWD-WEIGHT's representative windows."""
+    layer reads. B is the reduced GEMM's: FWD's weights, BWD-WEIGHT's representative windows.
+    Folded group sums that later sweeps of A need and that do not stay in `a_half` are written
+    out once (A's writes)."""
     ops, m, k, n = s.ops, s.m, s.k, s.n
     reduced = s.has_mcache & ~s.on_unit & ((m < ops.m) | (k < ops.k))
     if not reduced.any():
         return traffic, s.on_array
     read_once = np.where(reduced, ops.m * ops.k - m * k, 0)
     written_once = np.where(reduced, (ops.m - m) * n, 0)
+    swept_again = (k < ops.k) & (s.gemm_df != IS) & (mapping.col_folds > 1)
+    sums_out = np.where(reduced & swept_again & s.on_array, np.maximum(0, m * k - a_half), 0)
 
     def computed(words: np.ndarray) -> np.ndarray:
         return np.where(s.on_array, words, 0)
@@ -521,6 +530,7 @@ def _reduced_away(s: _Sweep, traffic: DramTraffic) -> tuple[DramTraffic, np.ndar
         ofmap_reads=computed(traffic.ofmap_reads),
         ofmap_writes=computed(traffic.ofmap_writes) + written_once,
         first_fold_words=traffic.first_fold_words,
+        ifmap_writes=sums_out.astype(np.float64),
     ), s.on_array | reduced
 
 

@@ -32,9 +32,9 @@ signature needs; every dY of a folded group, summed on chip as it streams in) an
 row's output is written once (the copy lands in the output tensor the next layer reads whole).
 B is the reduced GEMM's (FWD: the weights; BWD-WEIGHT: only the groups' representative windows).
 BWD-WEIGHT's later sweeps of A (os, ws: one per column fold) need the group sums again: the sums
-that do not stay resident are written out once, dense and packed (single-position groups too),
-after the first sweep (max(0, m * k_folded - S) words) and re-read like any swept operand;
-summing the dY again from DRAM on each sweep would move more.
+that do not stay resident are written out once, packed (single-position groups too) and in
+A's storage format, after the first sweep (max(0, m * k_folded - S) elements) and re-read like
+any swept operand; summing the dY again from DRAM on each sweep would move more.
 
 Storage formats (stored_words_per_element): an accelerator may store activations, gradients and
 weights dense, as a bitmap or compressed. A tensor with non-zero fraction d then takes, per
@@ -112,7 +112,7 @@ class DramTraffic:
     def stored(self, per_element: dict[str, np.ndarray]) -> DramTraffic:
         """The traffic with each operand moved in its storage format (words per element, see
         stored_words_per_element). Spilled partial sums move dense; C's final write, its
-        stored format."""
+        stored format; A's writes (folded group sums), A's."""
         final_writes = self.ofmap_writes - self.ofmap_reads
         return DramTraffic(
             ifmap_reads=self.ifmap_reads * per_element["ifmap"],
@@ -120,7 +120,7 @@ class DramTraffic:
             ofmap_reads=self.ofmap_reads,
             ofmap_writes=final_writes * per_element["ofmap"] + self.ofmap_reads,
             first_fold_words=self.first_fold_words,
-            ifmap_writes=self.ifmap_writes,
+            ifmap_writes=self.ifmap_writes * per_element["ifmap"],
         )
 
 

@@ -480,8 +480,7 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
     unit_a_words = np.where(s.on_projector, 0, a_words)  # the projection shares the FWD stream
     dense, on_unit = array.dense, s.on_unit
     sram_reads = {
-        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_unit, unit_a_words, 0))
-        + dram_writes["ifmap"],
+        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_unit, unit_a_words, 0)),
         "filter": np.where(on_array, dense.filter_reads * g, np.where(on_unit, b_words, 0)),
         "ofmap": dram_writes["ofmap"],
     }
@@ -494,6 +493,7 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
     if per_element is not None:  # the array reads A and B in their stored format
         sram_reads["ifmap"] = sram_reads["ifmap"] * per_element["ifmap"]
         sram_reads["filter"] = sram_reads["filter"] * per_element["filter"]
+    sram_reads["ifmap"] = sram_reads["ifmap"] + dram_writes["ifmap"]  # group sums drained
     active = s.runs | moves
     for name in OPERANDS:
         sram_reads[name] = np.where(active, sram_reads[name], 0)

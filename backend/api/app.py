@@ -11,9 +11,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
-from backend.api import (
+from backend.api import api_docs
+from backend.api.cached_reads import CachedReads
+from backend.api.limits import BodySizeLimit, ConcurrencyLimit
+from backend.api.routes import (
     accounts,
-    api_docs,
+    catalog,
     dashboards,
     experiments,
     health,
@@ -23,8 +26,6 @@ from backend.api import (
     runs,
     teams,
 )
-from backend.api.cached_reads import CachedReads
-from backend.api.limits import BodySizeLimit, ConcurrencyLimit
 from backend.api.snapshot_cache import SnapshotCache
 from backend.api.snapshot_reader import snapshot_reader
 from backend.api.unicode_input import RefuseLoneSurrogates
@@ -107,6 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runs.router,
         papers.router,
         preferences.router,
+        catalog.router,
     ):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(dashboards.router, prefix=API_PREFIX)

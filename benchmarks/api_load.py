@@ -230,6 +230,9 @@ def main() -> None:
         "--writer-trainings", type=int, default=30, help="trainings (seeds) the writer has to do"
     )
     parser.add_argument(
+        "--writer-processes", type=int, default=1, help="the writer's training processes"
+    )
+    parser.add_argument(
         "--read-cache",
         help="'on,off' (or one of them): one server per setting, read phases alternate",
     )
@@ -274,15 +277,17 @@ def main() -> None:
         )
         if args.writer:
             processes.append(subprocess.Popen(
-                [orrery, "worker", "--concurrency", "1", "--loglevel", "WARNING"],
+                [orrery, "worker", "--concurrency", str(args.writer_processes),
+                 "--loglevel", "WARNING"],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             ))  # fmt: skip
             spec = {**WRITER_SPEC, "seeds": list(range(args.writer_trainings))}
             answer = httpx.post(f"{base}/api/v1/experiments", json=spec, timeout=30)
             answer.raise_for_status()
             print(
-                f"writer: a Celery worker (1 process) training experiment {answer.json()['id']}, "
-                f"{args.writer_trainings} trainings of {WRITER_SPEC['training']}"
+                f"writer: a Celery worker ({args.writer_processes} process(es)) training "
+                f"experiment {answer.json()['id']}, {args.writer_trainings} trainings of "
+                f"{WRITER_SPEC['training']}"
             )
         phase("POST /experiments", base, 10, args.submissions,
               lambda i: ("POST", "/api/v1/experiments", {"json": {**SPEC, "name": f"load {i}"}}),

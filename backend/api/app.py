@@ -14,6 +14,7 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from backend.api import api_docs
 from backend.api.cached_reads import CachedReads
 from backend.api.limits import BodySizeLimit, ConcurrencyLimit
+from backend.api.refusals import REFUSALS, domain_refusal
 from backend.api.routes import (
     accounts,
     catalog,
@@ -99,6 +100,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()
     app.add_exception_handler(DBAPIError, database_error)
+    for refusal in REFUSALS:
+        app.add_exception_handler(refusal, domain_refusal)
     for router in (
         health.router,
         accounts.router,

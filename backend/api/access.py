@@ -12,7 +12,8 @@ made the link. Only the dashboard's owner or an owner of its team may make links
 stops working when its creator loses that right.
 
 Deleting results is for their owner alone. A team is seen by its members only, and managed by
-its owners; an invitation is seen by the email it is addressed to.
+its owners; an invitation is seen by the email it is addressed to; an API token by its user.
+Accounts are made by administrators.
 
 Routes take what they act on through the dependencies at the end (`VisibleRun`,
 `EditableExperiment`, `TeamOwner`, `SharedView`, ...), which load the object from the request's
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, NamedTuple
 
-from fastapi import Depends, HTTPException, Path, Request, status
+from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
@@ -34,6 +35,7 @@ from backend.api.deps import DbSession
 from backend.api.security import CurrentUser, hash_token, team_ids
 from backend.auth.users import normalise_email
 from backend.db.models import (
+    ApiToken,
     Dashboard,
     Experiment,
     Run,
@@ -196,6 +198,27 @@ def deletable_run(run: VisibleRun, user: CurrentUser) -> Run:
     return run
 
 
+def visible_runs(
+    ids: Annotated[list[int], Query(min_length=1, max_length=1000, description="run ids")],
+    db: DbSession,
+    user: CurrentUser,
+) -> list[Run]:
+    """The runs of `ids`, by id; 404 naming those the caller may not see."""
+    runs = list(
+        db.scalars(
+            select(Run)
+            .join(Experiment, Experiment.id == Run.experiment_id)
+            .where(Run.id.in_(ids), visible_to(user, db))
+            .order_by(Run.id)
+        )
+    )
+    missing = sorted(set(ids) - {run.id for run in runs})
+    if missing:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"runs not found: {missing}")
+    return runs
+
+
+VisibleRuns = Annotated[list[Run], Depends(visible_runs)]
 EditableRun = Annotated[Run, Depends(editable_run)]
 DeletableRun = Annotated[Run, Depends(deletable_run)]
 
@@ -299,3 +322,23 @@ def my_invitation(invitation_id: int, db: DbSession, user: CurrentUser) -> TeamI
 
 
 MyInvitation = Annotated[TeamInvitation, Depends(my_invitation)]
+
+
+def my_token(token_id: int, db: DbSession, user: CurrentUser) -> ApiToken:
+    """One of the caller's own API tokens; anyone else's is 404."""
+    token = db.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user.id))
+    if token is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"token {token_id} not found")
+    return token
+
+
+MyToken = Annotated[ApiToken, Depends(my_token)]
+
+
+def administrator(user: CurrentUser) -> User:
+    if not user.is_admin:
+        raise _forbidden("only an administrator may do this")
+    return user
+
+
+Administrator = Annotated[User, Depends(administrator)]

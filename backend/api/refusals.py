@@ -3,7 +3,7 @@ routes call the domain and let its refusals through instead of catching and re-r
 
 - `DeletionRefused`, `RetryRefused`: 409, the object's state forbids it now (a run still
   active, the baseline of others, retried meanwhile);
-- `ExpansionError`: 422 naming the spec's field, like any other invalid body;
+- `ExpansionError`, `AccountError`: 422 naming the field, like any other invalid body;
 - `QuotaExceeded`: 429, over the owner's queued-plus-running limit;
 - `BrokerUnavailable`: 503, nothing was submitted.
 
@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from backend.auth.redact import validation_error_handler
+from backend.auth.users import AccountError
 from backend.experiments.deletion import DeletionRefused
 from backend.experiments.expand import ExpansionError
 from backend.experiments.quota import QuotaExceeded
@@ -33,9 +34,10 @@ REFUSAL_STATUS: dict[type[Exception], int] = {
 
 
 async def domain_refusal(request: Request, exc: Exception) -> JSONResponse:
-    """Register for `ExpansionError` and every type in `REFUSAL_STATUS`."""
-    if isinstance(exc, ExpansionError):
-        error = {"loc": ("body", *exc.loc), "msg": exc.message, "type": "value_error"}
+    """Register for every type in `REFUSALS`."""
+    if isinstance(exc, ExpansionError | AccountError):
+        loc = exc.loc if isinstance(exc, ExpansionError) else (exc.field,)
+        error = {"loc": ("body", *loc), "msg": exc.message, "type": "value_error"}
         return await validation_error_handler(request, RequestValidationError([error]))
     if isinstance(exc, BrokerUnavailable):
         detail = f"the task queue is unreachable, nothing was submitted; try again later ({exc})"
@@ -47,4 +49,4 @@ async def domain_refusal(request: Request, exc: Exception) -> JSONResponse:
     raise exc
 
 
-REFUSALS: tuple[type[Exception], ...] = (ExpansionError, *REFUSAL_STATUS)
+REFUSALS: tuple[type[Exception], ...] = (ExpansionError, AccountError, *REFUSAL_STATUS)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import aliased
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
-from backend.api.access import DeletableRun, EditableRun, VisibleRun, visible_to
+from backend.api.access import DeletableRun, EditableRun, VisibleRun, VisibleRuns
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_groups import run_groups
@@ -34,7 +34,7 @@ from backend.api.schemas import (
     RunOut,
 )
 from backend.api.security import CurrentUser
-from backend.db.models import EpochMetric, Experiment, Run, Training, User
+from backend.db.models import EpochMetric, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
 from backend.experiments.quota import check_active_runs
@@ -86,26 +86,13 @@ def list_runs(
 
 
 @router.get("/compare", response_model=list[Comparison])
-def compare(
-    db: DbSession,
-    user: CurrentUser,
-    ids: Annotated[list[int], Query(min_length=1, max_length=1000, description="run ids")],
-) -> list[Comparison]:
+def compare(runs: VisibleRuns, db: DbSession) -> list[Comparison]:
     """Speedup, energy ratio and accuracy change of each run against its baseline."""
-    baseline = aliased(Run)
-    rows = db.execute(
-        select(Run, baseline)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .outerjoin(baseline, baseline.id == Run.baseline_run_id)
-        .where(Run.id.in_(ids), visible_to(user, db))
-        .order_by(Run.id)
-    ).all()
-    found = {run.id for run, _ in rows}
-    missing = sorted(set(ids) - found)
-    if missing:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"runs not found: {missing}")
+    baseline_ids = {run.baseline_run_id for run in runs if run.baseline_run_id is not None}
+    baselines = {b.id: b for b in db.scalars(select(Run).where(Run.id.in_(baseline_ids)))}
     out = []
-    for run, base in rows:
+    for run in runs:
+        base = baselines.get(run.baseline_run_id) if run.baseline_run_id is not None else None
         reference = run if run.is_baseline else base
         delta = None
         if reference is not None and run.accuracy is not None and reference.accuracy is not None:

@@ -27,9 +27,10 @@ from collections import defaultdict
 import torch
 from torch import Tensor, nn
 
-from backend.specs.training import AdaGPParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.adagp.training import AdaGP
 from worker.training import engine, run_training
-from worker.training.adagp import AdaGP
 from worker.training.layers import GemmLayer
 from worker.training.technique import Step
 
@@ -128,7 +129,8 @@ def main() -> None:
     result = run_training(config, [params])
     for epoch in result.epochs:
         print(f"epoch {epoch.epoch}: train loss {epoch.train_loss:.4f}, test accuracy "
-              f"{epoch.test_accuracy:.4f}, GP fraction {epoch.gp_fraction:.3f}")  # fmt: skip
+              f"{epoch.test_accuracy:.4f}, GP fraction "
+              f"{epoch.figures['gp_fraction']:.3f}")  # fmt: skip
     print(f"{'layer':<24}{'GP batches':>11}{'cos(p,g)':>10}{'|p|/|g|':>9}{'cos(p,W)':>10}"
           f"{'cos(g,W)':>10}")  # fmt: skip
     for name, rows in technique.rows.items():

@@ -24,13 +24,11 @@ import time
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.techniques import accelerator_for, techniques_of
-from backend.specs.training import (
-    AdaGPParams,
-    BaselineParams,
-    MercuryParams,
-    SparseTrainParams,
-    TrainingConfig,
-)
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.baseline.params import BaselineParams
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.sim import Workload, simulate
 from worker.training import run_training
 
@@ -52,7 +50,7 @@ def ideal_bound(baseline: Workload, workload: Workload, accel: AcceleratorConfig
         if op.role != "compute":
             continue
         m, k = op.m, op.k
-        if accel.mercury.enabled:
+        if accel.mcache.enabled:
             m, k = m * (1 - op.reused_row_fraction), k * op.folded_k_fraction
         share = min(op.density_a, op.density_b) if accel.zero_skipping.enabled else 1.0
         left += m * k * op.n * op.groups * op.executions * share

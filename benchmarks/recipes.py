@@ -24,7 +24,8 @@ import time
 from pydantic import TypeAdapter
 
 from backend.specs.recipes import MEASURED_DATASETS, MEASURED_MODELS, resolve_recipe
-from backend.specs.training import BaselineParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.baseline.params import BaselineParams
 from worker.training import run_training
 
 

@@ -33,6 +33,7 @@ from backend.experiments.expand import Expansion, expand
 from backend.experiments.quota import check_active_runs
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
+from backend.specs.techniques import BASELINE
 from backend.specs.training import dataset_folder
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
@@ -87,7 +88,7 @@ def _out(experiment: Experiment, counts: dict[str, int], trainings: int = 0) -> 
 def preview(spec: ExperimentSpec, settings: SettingsDep, user: CurrentUser) -> ExpansionPreview:
     """How many runs and trainings a spec expands to, without submitting it."""
     expansion = _expand_checked(spec, settings)
-    baselines = sum(1 for r in expansion.runs if r.params["technique"] == "baseline")
+    baselines = sum(1 for r in expansion.runs if r.params["technique"] == BASELINE)
     return ExpansionPreview(
         runs=len(expansion.runs), trainings=len(expansion.trainings), baseline_runs=baselines
     )

@@ -17,11 +17,12 @@ recompute at once.
 
 Why it is kept: `benchmarks/api_load.py --writer --read-cache on,off` (PostgreSQL, 20 clients,
 20 s per setting, a Celery worker training meanwhile and the cluster seeing about 1-3 writing
-transactions a second) measured the repeated /runs queries at 400-940 requests/s with the
-cache and 50-63 without (p50 11-18 ms against 280-350 ms), on a 2-core machine shared with
-other work; every page new, the cache cost nothing (52-59 against 45-48 requests/s). Each
-write makes every cached key compute again once, so the gain shrinks as writes per second
-approach the pages computed per second (about 50 here).
+transactions a second), three runs on a 2-core machine shared with other work, measured the
+repeated /runs queries at 402 and 937 requests/s with the cache against 50 and 63 without
+(p50 18 and 11 ms against 349 and 283 ms) with one training process, and 129 against 36
+requests/s with two; with every page new, about the same either way (39-59 against 41-48
+requests/s). Each write makes every cached key compute again once, so the gain shrinks as
+writes per second approach the pages computed per second (about 50 here).
 """
 
 from __future__ import annotations

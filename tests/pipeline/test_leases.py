@@ -12,11 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
-from backend.api.limits import active_runs
 from backend.api.security import local_user
 from backend.cli import console, print_runs
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
+from backend.experiments.quota import active_runs
 from backend.leases import LeaseTerms
 from backend.reconcile import reconcile_once
 from backend.settings import Settings

@@ -14,7 +14,8 @@ from sqlalchemy import func, select, text
 
 from backend.api.limits import active_runs
 from backend.api.security import local_user
-from backend.cli import console, print_runs
+from backend.cli.output import console
+from backend.cli.tables import print_runs
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
 from backend.leases import LeaseTerms

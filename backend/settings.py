@@ -32,6 +32,11 @@ class Settings(BaseSettings):
         None,
         description="the only folder a training's dataset_path may point into (default: data_dir)",
     )
+    fashion_mnist_dir: Path | None = Field(
+        None,
+        description="the folder of Fashion-MNIST's idx files the worker reads (default: where "
+        "the dataset-fashion-mnist package installs them)",
+    )
     database_url: str | None = Field(None, description="SQLAlchemy URL of the main database")
     broker_url: str | None = Field(None, description="Celery broker URL")
     result_backend: str | None = Field(None, description="Celery result store URL")

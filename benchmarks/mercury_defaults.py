@@ -20,6 +20,7 @@ import argparse
 import statistics
 
 from backend.specs.training import BaselineParams, MercuryParams, TrainingConfig
+from worker.intra_op_threads import configure_threads
 from worker.training import run_training
 
 MINIATURES = {
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("--train-samples", type=int, default=10_000)
     parser.add_argument("--test-samples", type=int, default=5_000)
     args = parser.parse_args()
+    configure_threads()
     for name in args.only:
         config = MINIATURES[name].model_copy(
             update={"train_samples": args.train_samples, "test_samples": args.test_samples}

@@ -111,12 +111,6 @@ class Settings(BaseSettings):
         description="seconds the API waits for the broker to accept a connection, per try "
         "(three tries): a submission with the broker away is refused within about a second",
     )
-    technique_modules: str = Field(
-        "",
-        description="comma-separated modules imported when the technique table loads, each "
-        "registering techniques beside the built-in ones (backend/specs/techniques.py); the API, "
-        "the worker and the CLI must name the same ones",
-    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -150,10 +144,6 @@ class Settings(BaseSettings):
     @property
     def effective_data_root(self) -> Path:
         return (self.data_root or self.data_dir).resolve()
-
-    @property
-    def technique_module_names(self) -> list[str]:
-        return [name.strip() for name in self.technique_modules.split(",") if name.strip()]
 
     @property
     def is_embedded(self) -> bool:

@@ -28,9 +28,10 @@ import torch
 from torch import Tensor, nn
 
 from backend.settings import get_settings
-from backend.specs.training import AdaGPParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.adagp.training import AdaGP
 from worker.training import engine, run_training
-from worker.training.adagp import AdaGP
 from worker.training.layers import GemmLayer
 from worker.training.technique import Step
 
@@ -131,7 +132,8 @@ def main() -> None:
     result = run_training(config, [params], fashion_mnist_dir=FASHION_MNIST_DIR)
     for epoch in result.epochs:
         print(f"epoch {epoch.epoch}: train loss {epoch.train_loss:.4f}, test accuracy "
-              f"{epoch.test_accuracy:.4f}, GP fraction {epoch.gp_fraction:.3f}")  # fmt: skip
+              f"{epoch.test_accuracy:.4f}, GP fraction "
+              f"{epoch.figures['gp_fraction']:.3f}")  # fmt: skip
     print(f"{'layer':<24}{'GP batches':>11}{'cos(p,g)':>10}{'|p|/|g|':>9}{'cos(p,W)':>10}"
           f"{'cos(g,W)':>10}")  # fmt: skip
     for name, rows in technique.rows.items():

@@ -7,8 +7,8 @@ length, set-associative MCACHE). Prints per setting the test accuracy (mean +- s
 the accuracy change against the same seed's baseline (mean and range), and the hit rate (share
 of FWD rows reused, over all reusing layers) in the first and the last epoch, with the last
 epoch's per-layer hit rates. MERCURY's defaults are chosen among the settings whose mean
-accuracy change stays within 1 point on every miniature measured (see worker/training/mercury.py
-for the figures and the choice).
+accuracy change stays within 1 point on every miniature measured (see
+backend/techniques/mercury/training.py for the figures and the choice).
 
     python benchmarks/mercury_defaults.py [--seeds 0 1 2] [--bits 16 24 32]
         [--only lenet5|vgg-small] [--train-samples N] [--test-samples N]
@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from backend.specs.training import BaselineParams, MercuryParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.baseline.params import BaselineParams
+from backend.techniques.mercury.params import MercuryParams
 from worker.intra_op_threads import configure_threads
 from worker.training import run_training
 
@@ -67,8 +69,8 @@ def main() -> None:
                 for seed in args.seeds:
                     result = run_training(config.model_copy(update={"seed": seed}), [params])
                     accuracy[seed] = 100 * result.test_accuracy
-                    first.append(result.epochs[0].hit_rate or 0.0)
-                    last.append(result.epochs[-1].hit_rate or 0.0)
+                    first.append(result.epochs[0].figures.get("hit_rate", 0.0))
+                    last.append(result.epochs[-1].figures.get("hit_rate", 0.0))
                     for layer, figures in result.epochs[-1].per_layer.items():
                         if "hit_rate" in figures:
                             layers.setdefault(layer, []).append(figures["hit_rate"])

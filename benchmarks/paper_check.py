@@ -45,7 +45,8 @@ import yaml
 from backend.analysis.groups import estimate
 from backend.analysis.papers import PAPERS, summary_line
 from backend.client import OrreryClient
-from worker.training.adagp import run_gp_fraction
+from backend.specs.techniques import BY_NAME, EPOCH_FIGURES
+from backend.techniques.entry import Figure
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCURACY_TOLERANCE = 0.01  # "within 1 point"
@@ -110,24 +111,25 @@ def experiment_runs(client: OrreryClient, spec: dict[str, Any], reuse: bool) -> 
     return list(client.iter_runs(experiment_id=[experiment["id"]], sort="id"))
 
 
-# what each technique did, from a run's per-epoch figures: (column, figure of the epochs)
-TECHNIQUE_FIGURE = {
-    "adagp": ("GP fraction", lambda epochs: run_gp_fraction([e["gp_fraction"] for e in epochs])),
-    "mercury": ("hit rate", lambda epochs: epochs[-1]["hit_rate"]),
-    "sparsetrain": ("BWD density", lambda epochs: epochs[-1]["density_bwd"]),
-}
+def paper_figure(technique: str) -> Figure | None:
+    """The figure that says what a technique did (its paper's), for a run's technique label."""
+    entry = BY_NAME.get(technique)
+    if entry is None or entry.paper is None:
+        return None
+    return next(figure for figure in EPOCH_FIGURES if figure.key == entry.paper.figure)
 
 
 def technique_figures(client: OrreryClient, runs: list[dict]) -> dict[int, float]:
     """Per training (the presets of one seed share it, so its epochs are read once)."""
     figures: dict[int, float] = {}
     for run in runs:
-        column = TECHNIQUE_FIGURE.get(run["technique"])
-        if column is None or run["status"] != "done" or run["training_id"] in figures:
+        figure = paper_figure(run["technique"])
+        if figure is None or run["status"] != "done" or run["training_id"] in figures:
             continue
         epochs = client.run(run["id"])["epochs"]
-        if epochs:
-            figures[run["training_id"]] = column[1](epochs)
+        value = figure.of_training([epoch.get(figure.key) for epoch in epochs])
+        if value is not None:
+            figures[run["training_id"]] = value
     return figures
 
 
@@ -161,7 +163,7 @@ def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
             and by_id[r["baseline_run_id"]]["accuracy"] is not None
         ]
         did = [figures[r["training_id"]] for r in members if r["training_id"] in figures]
-        label = TECHNIQUE_FIGURE[technique][0] if technique in TECHNIQUE_FIGURE else ""
+        label = figure.label if (figure := paper_figure(technique)) else ""
         holds = (
             speedups
             and deltas

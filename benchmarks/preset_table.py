@@ -25,13 +25,11 @@ import time
 from backend.settings import get_settings
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.techniques import accelerator_for, techniques_of
-from backend.specs.training import (
-    AdaGPParams,
-    BaselineParams,
-    MercuryParams,
-    SparseTrainParams,
-    TrainingConfig,
-)
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.baseline.params import BaselineParams
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.intra_op_threads import configure_threads
 from worker.sim import Workload, simulate
 from worker.training import run_training

@@ -25,7 +25,8 @@ from pydantic import TypeAdapter
 
 from backend.settings import get_settings
 from backend.specs.recipes import MEASURED_DATASETS, MEASURED_MODELS, resolve_recipe
-from backend.specs.training import BaselineParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.baseline.params import BaselineParams
 from worker.intra_op_threads import configure_threads
 from worker.training import run_training
 

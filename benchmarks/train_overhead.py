@@ -14,9 +14,9 @@ third with glibc told never to return freed memory, to see whether page faults w
 not); the whole benchmark at --repeat 1 gave 1.22x and 0.96x. Earlier implementations: 1.30x
 and 1.33x (autograd through the prediction), 1.20x and 1.26x (closed-form predictor gradients,
 PyTorch operations). This one runs the predictor's output-sized arithmetic in fused compiled
-loops (worker/training/feedback_kernels.py) and its Adam step fused; measured in one process
-with the previous one, rounds interleaved (3,200 images): ResNet-8 epoch 1.32x -> 0.99x of the
-baseline's, LeNet-5 1.26x -> 1.20x. ResNet-8 is at the target's edge, LeNet-5 above it. Per
+loops (backend/techniques/adagp/feedback_kernels.py) and its Adam step fused; measured in one
+process with the previous one, rounds interleaved (3,200 images): ResNet-8 epoch 1.32x -> 0.99x
+of the baseline's, LeNet-5 1.26x -> 1.20x. ResNet-8 is at the target's edge, LeNet-5 above it. Per
 batch (ResNet-8): a GP batch costs about 0.8x of a baseline batch (forward, the dW it forms,
 and the prediction: e B, the gate, the projection, about 1.4 ms per layer), a BP batch, which
 also trains the predictors, about 1.9x. LeNet-5's layers are small: the cost there is per
@@ -64,16 +64,14 @@ from torch import nn
 
 from backend.settings import get_settings
 from backend.specs.recipes import resolve_recipe
-from backend.specs.training import (
-    AdaGPParams,
-    BaselineParams,
-    MercuryParams,
-    SparseTrainParams,
-    TrainingConfig,
-)
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.adagp.training import weight_grad
+from backend.techniques.baseline.params import BaselineParams
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.intra_op_threads import configure_threads
 from worker.training import run_training
-from worker.training.adagp import weight_grad
 from worker.training.datasets import load_dataset
 from worker.training.engine import make_optimizer
 from worker.training.models import build_model

@@ -1,5 +1,6 @@
 """The one migration chain builds the models' schema on SQLite and PostgreSQL, and round-trips."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,55 @@ def test_the_chain_has_one_head() -> None:
     scripts = ScriptDirectory.from_config(migrate.alembic_config("sqlite://"))
     assert len(scripts.get_heads()) == 1, scripts.get_heads()
     assert len(scripts.get_bases()) == 1
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_epoch_figures_move_into_one_json_object_and_back(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'orrery.db'}"
+        if database == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    migrate.upgrade(url, "0010")
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO experiments (id, name, spec, status, tags, notes) "
+                "VALUES (1, 'e', '{}', 'done', '[]', '')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO trainings (id, experiment_id, key, technique, technique_params, "
+                "training_config, status, progress, attempts, cancel_requested) "
+                "VALUES (1, 1, 'k', 'mercury', '[]', '{}', 'done', 1, 1, false)"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO epoch_metrics (training_id, epoch, hit_rate, density_bwd, per_layer) "
+                "VALUES (1, 1, 0.5, 0.25, :per_layer)"
+            ),
+            {"per_layer": '{"conv1": {"density_x": 0.7, "density_grad": 0.2, "hit_rate": 0.4}}'},
+        )
+    migrate.upgrade(url)
+    with engine.connect() as connection:
+        figures, per_layer = connection.execute(
+            text("SELECT figures, per_layer FROM epoch_metrics")
+        ).one()
+    as_json = (lambda v: v) if database == "postgresql" else json.loads
+    assert as_json(figures) == {"hit_rate": 0.5, "density_bwd": 0.25}
+    assert as_json(per_layer) == {
+        "conv1": {"density_fwd": 0.7, "density_bwd": 0.2, "hit_rate": 0.4}
+    }
+    migrate.downgrade(url, "0010")
+    with engine.connect() as connection:
+        hit_rate, gp_fraction, per_layer = connection.execute(
+            text("SELECT hit_rate, gp_fraction, per_layer FROM epoch_metrics")
+        ).one()
+    engine.dispose()
+    assert (hit_rate, gp_fraction) == (0.5, None)
+    assert as_json(per_layer)["conv1"]["density_x"] == 0.7

@@ -1,10 +1,12 @@
-"""The technique papers' headlines and their miniatures: one table, read by the papers page's API
-and by `benchmarks/paper_check.py`.
+"""The technique papers' headlines and their miniatures, as the papers page's API and
+`benchmarks/paper_check.py` read them. Each paper is declared in its technique's folder
+(`TechniqueEntry.paper`, backend/techniques/NAME/); this module collects them and says which
+stored experiments are a miniature's.
 
 A *miniature* is a small, fully written-out experiment that asks each paper's question on this
 installation (its paper's accelerator preset beside the generic ones, 3 seeds). The miniatures
-ship inside the package (`backend/analysis/miniatures/`, so an installed server has them);
-`examples/papers/*.yaml`, where users find them, are links to those files.
+ship inside the package (backend/techniques/NAME/miniature.yaml, so an installed server has
+them); `examples/papers/*.yaml`, where users find them, are links to those files.
 
 Which stored runs are a miniature's (the open choice): those of experiments whose stored spec
 equals the miniature's spec, validated the same way, apart from `team_id` (where it was shared).
@@ -15,64 +17,19 @@ does not: its numbers answer another question. Nothing extra is stored on the ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from backend.specs.experiment import ExperimentSpec
+from backend.specs.techniques import TECHNIQUES
+from backend.techniques.entry import Paper
 
-MINIATURES_DIR = Path(__file__).resolve().parent / "miniatures"
 IGNORED_IN_MATCH = ("team_id",)
 
-
-@dataclass(frozen=True)
-class Paper:
-    key: str  # the miniature's file name
-    title: str
-    venue: str
-    headline: str  # the claim in the paper's words, figures included
-    speedup: float  # average speedup the paper reports
-    energy_ratio: float | None  # technique energy / baseline energy, where the paper gives one
-    accuracy: str  # what the paper says of accuracy
-
-
-PAPERS: dict[str, Paper] = {
-    paper.key: paper
-    for paper in (
-        Paper(
-            key="mercury",
-            title="MERCURY: input similarity",
-            venue="HPCA 2023",
-            headline="1.97x average speedup over 12 models, accuracy similar to the baseline",
-            speedup=1.97,
-            energy_ratio=None,
-            accuracy="similar to the baseline",
-        ),
-        Paper(
-            key="adagp",
-            title="ADA-GP: adaptive gradient prediction",
-            venue="MICRO 2023",
-            headline="1.47x average speedup over 15 models, 34% less energy (ratio 0.66), "
-            "similar or higher accuracy",
-            speedup=1.47,
-            energy_ratio=0.66,
-            accuracy="similar or higher",
-        ),
-        Paper(
-            key="sparsetrain",
-            title="SparseTrain: dataflow sparsity",
-            venue="DAC 2020",
-            headline="~2.7x speedup and 2.2x energy efficiency (energy ratio ~0.45) on "
-            "AlexNet/ResNet, accuracy kept",
-            speedup=2.7,
-            energy_ratio=round(1 / 2.2, 2),
-            accuracy="kept",
-        ),
-    )
-}
+# Keyed by the technique's name, in the table's order.
+PAPERS: dict[str, Paper] = {entry.name: entry.paper for entry in TECHNIQUES if entry.paper}
 
 
 def summary_line(paper: Paper) -> str:
@@ -82,7 +39,7 @@ def summary_line(paper: Paper) -> str:
 
 @cache
 def miniature_text(key: str) -> str:
-    return (MINIATURES_DIR / f"{key}.yaml").read_text(encoding="utf-8")
+    return PAPERS[key].miniature.read_text(encoding="utf-8")
 
 
 def miniature_spec(key: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, ExpansionError, expand
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
+from backend.specs.techniques import BASELINE
 from backend.specs.training import dataset_folder
 
 router = APIRouter(prefix="/experiments", tags=["experiments"])
@@ -94,7 +95,7 @@ def get_visible_experiment(db: Session, user: User, experiment_id: int) -> Exper
 def preview(spec: ExperimentSpec, settings: SettingsDep, user: CurrentUser) -> ExpansionPreview:
     """How many runs and trainings a spec expands to, without submitting it."""
     expansion = _expand_or_422(spec, settings)
-    baselines = sum(1 for r in expansion.runs if r.params["technique"] == "baseline")
+    baselines = sum(1 for r in expansion.runs if r.params["technique"] == BASELINE)
     return ExpansionPreview(
         runs=len(expansion.runs), trainings=len(expansion.trainings), baseline_runs=baselines
     )

@@ -67,19 +67,17 @@ def _technique_groups(
 def papers(db: DbSession, user: CurrentUser) -> list[PaperOut]:
     """Each technique paper: its headline, its miniature, and your stored results of it."""
     out = []
-    for paper in PAPERS.values():
-        spec = miniature_spec(paper.key)
+    for key, paper in PAPERS.items():
+        spec = miniature_spec(key)
         candidates = db.execute(
             select(Experiment.id, Experiment.spec)
             .where(Experiment.name == spec["name"], visible_to(user, db))
             .order_by(Experiment.id)
         ).all()
-        ids = [
-            experiment_id for experiment_id, stored in candidates if is_miniature(paper.key, stored)
-        ]
+        ids = [experiment_id for experiment_id, stored in candidates if is_miniature(key, stored)]
         out.append(
             PaperOut(
-                key=paper.key,
+                key=key,
                 title=paper.title,
                 venue=paper.venue,
                 headline=HeadlineOut(

@@ -28,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, Measure
+
 # JSONB on PostgreSQL (indexable, comparable), plain JSON text elsewhere.
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 
@@ -43,6 +45,21 @@ NAMING_CONVENTION = {
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JsonType, list[Any]: JsonType}
+
+
+def _measure_columns(name: str, measures: tuple[Measure, ...], nullable: bool) -> type:
+    """A mixin with one column per measure (backend/specs/figures.py), named by its key."""
+    types = {int: BigInteger, float: Float}
+    return type(
+        name,
+        (),
+        {m.key: mapped_column(types[m.kind], nullable=nullable) for m in measures},
+    )
+
+
+# A run's measures are None until it is done; a layer-pass row exists only with its figures.
+RunMeasureColumns = _measure_columns("RunMeasureColumns", RUN_MEASURES, nullable=True)
+LayerMeasureColumns = _measure_columns("LayerMeasureColumns", LAYER_MEASURES, nullable=False)
 
 
 def _now_column() -> Mapped[datetime]:
@@ -185,8 +202,9 @@ class WorkerHeartbeat(Base):
     beat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
-class Run(Base):
-    """One design point: a training simulated on one accelerator config."""
+class Run(RunMeasureColumns, Base):
+    """One design point: a training simulated on one accelerator config. Its measures
+    (accuracy, cycles, energy, MACs, speedup, ...) are columns from `RunMeasureColumns`."""
 
     __tablename__ = "runs"
     __table_args__ = (
@@ -230,20 +248,6 @@ class Run(Base):
     tags: Mapped[list[Any]] = mapped_column(default=list, server_default="[]")
     notes: Mapped[str] = mapped_column(Text, default="", server_default="")
 
-    # Summary metrics, real columns so they can be filtered, sorted and indexed.
-    accuracy: Mapped[float | None] = mapped_column(Float)
-    loss: Mapped[float | None] = mapped_column(Float)
-    total_cycles: Mapped[int | None] = mapped_column(BigInteger)
-    compute_cycles: Mapped[int | None] = mapped_column(BigInteger)
-    stall_cycles: Mapped[int | None] = mapped_column(BigInteger)
-    energy_pj: Mapped[float | None] = mapped_column(Float)
-    macs_algorithmic: Mapped[int | None] = mapped_column(BigInteger)
-    macs_actual: Mapped[int | None] = mapped_column(BigInteger)
-    macs_skipped: Mapped[int | None] = mapped_column(BigInteger)
-    macs_overhead: Mapped[int | None] = mapped_column(BigInteger)
-    dram_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    speedup: Mapped[float | None] = mapped_column(Float)
-    energy_ratio: Mapped[float | None] = mapped_column(Float)
     # test accuracy below chance + the did-not-learn margin (a setting); None until trained
     did_not_learn: Mapped[bool | None] = mapped_column(Boolean)
     summary: Mapped[dict[str, Any] | None]  # the simulator's totals, whole
@@ -272,8 +276,9 @@ class RunAttempt(Base):
     retried_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
 
 
-class LayerResult(Base):
-    """The simulator's figures for one layer and one training pass of a run."""
+class LayerResult(LayerMeasureColumns, Base):
+    """The simulator's figures for one layer and one training pass of a run: its measures are
+    columns from `LayerMeasureColumns`, the rest (per operand and level) is in `details`."""
 
     __tablename__ = "layer_results"
     __table_args__ = (UniqueConstraint("run_id", "position"),)
@@ -284,24 +289,14 @@ class LayerResult(Base):
     layer: Mapped[str] = mapped_column(String(120))
     training_pass: Mapped[str] = mapped_column(String(16))  # fwd | bwd_data | bwd_weight
     role: Mapped[str] = mapped_column(String(16))  # compute | overhead
-    macs_algorithmic: Mapped[int] = mapped_column(BigInteger)
-    macs_actual: Mapped[int] = mapped_column(BigInteger)
-    macs_skipped: Mapped[int] = mapped_column(BigInteger)
-    macs_overhead: Mapped[int] = mapped_column(BigInteger)
-    compute_cycles: Mapped[int] = mapped_column(BigInteger)
-    stall_cycles: Mapped[int] = mapped_column(BigInteger)
-    total_cycles: Mapped[int] = mapped_column(BigInteger)
-    utilization: Mapped[float] = mapped_column(Float)
-    mapping_efficiency: Mapped[float] = mapped_column(Float)
-    dram_bytes: Mapped[int] = mapped_column(BigInteger)
-    energy_pj: Mapped[float] = mapped_column(Float)
     details: Mapped[dict[str, Any]]  # SRAM/DRAM per operand, energy breakdown
 
     run: Mapped[Run] = relationship(back_populates="layers")
 
 
 class EpochMetric(Base):
-    """What one epoch of a training measured."""
+    """What one epoch of a training measured: losses and accuracies, and its figures (as
+    declared in `backend.specs.techniques.EPOCH_FIGURES`) in one JSON object."""
 
     __tablename__ = "epoch_metrics"
     __table_args__ = (UniqueConstraint("training_id", "epoch"),)
@@ -313,12 +308,8 @@ class EpochMetric(Base):
     train_accuracy: Mapped[float | None] = mapped_column(Float)
     test_loss: Mapped[float | None] = mapped_column(Float)
     test_accuracy: Mapped[float | None] = mapped_column(Float)
-    hit_rate: Mapped[float | None] = mapped_column(Float)
-    density_fwd: Mapped[float | None] = mapped_column(Float)
-    density_bwd: Mapped[float | None] = mapped_column(Float)
-    gp_fraction: Mapped[float | None] = mapped_column(Float)
-    cosine_similarity: Mapped[float | None] = mapped_column(Float)
     seconds: Mapped[float | None] = mapped_column(Float)
+    figures: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     per_layer: Mapped[dict[str, Any]]
 
     training: Mapped[Training] = relationship(back_populates="epochs")

@@ -30,13 +30,14 @@ from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.experiment import BaselineHardware, ExperimentSpec, Scalar, SweepAxis
 from backend.specs.recipes import resolve_recipe
 from backend.specs.techniques import (
+    BASELINE,
     BY_NAME,
     TECHNIQUE_NAMES,
     TechniqueParams,
     accelerator_for,
     technique_label,
 )
-from backend.specs.training import BaselineParams, TrainingConfig
+from backend.specs.training import TrainingConfig
 
 _technique_adapter: TypeAdapter[Any] = TypeAdapter(TechniqueParams)
 
@@ -245,7 +246,7 @@ def expand(spec: ExperimentSpec, max_runs: int) -> Expansion:
         )
     technique_sets = _technique_sets(spec)
     accelerators = _accelerators(spec)
-    baseline = [BaselineParams().model_dump()]
+    baseline = [{"name": BASELINE}]
     expansion = Expansion()
     seen_runs: set[tuple[str, str, str]] = set()
 
@@ -286,7 +287,7 @@ def expand(spec: ExperimentSpec, max_runs: int) -> Expansion:
             for members in [baseline, *sets]:
                 label = technique_label([_technique_adapter.validate_python(m) for m in members])
                 key = training_key(config, members)
-                is_baseline = label == "baseline"
+                is_baseline = label == BASELINE
                 expansion.trainings.setdefault(
                     key, TrainingPlan(key, label, members, config, is_baseline=is_baseline)
                 )

@@ -18,7 +18,7 @@ from backend.db.models import Experiment, Run, Training
 from backend.experiments.expand import Expansion, RunPlan, training_key
 from backend.queue import TaskName
 from backend.specs.experiment import ExperimentSpec
-from backend.specs.training import BaselineParams
+from backend.specs.techniques import BASELINE
 
 TERMINAL = ("done", "failed", "cancelled")
 SEND_RETRY_POLICY = {
@@ -84,7 +84,7 @@ def record_experiment(
         runs.append((run, plan))
     db.flush()
 
-    baseline_members = [BaselineParams().model_dump()]
+    baseline_members = [{"name": BASELINE}]
     baselines = {
         (plan.training_key, plan.accelerator_key, plan.baseline_hardware): run
         for run, plan in runs

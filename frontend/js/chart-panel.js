@@ -2,6 +2,7 @@
 
 import { el } from "./format.js";
 import { chartById } from "./charts/registry.js";
+import { loadFigures } from "./figures.js";
 import { loadTechniques } from "./techniques.js";
 
 const PLOT_CONFIG = { displaylogo: false, responsive: true, toImageButtonOptions: { format: "png", scale: 2 } };
@@ -42,7 +43,8 @@ function textBlock(html) {
 /** Replace the container's charts with the chosen ones, text blocks before the chart at their
  * position (the rest after the last); resolves when all charts have rendered. */
 export async function drawCharts(container, chartIds, runs, texts = []) {
-  await loadTechniques().catch(() => null); // only the colours need it: charts draw without
+  // The colours need the techniques, the training curves the figures: charts draw without.
+  await Promise.all([loadTechniques().catch(() => null), loadFigures().catch(() => null)]);
   container.replaceChildren();
   const textsAt = (index) => texts.filter((t) => t.position === index || (index === chartIds.length && t.position > index));
   for (const [index, id] of chartIds.entries()) {

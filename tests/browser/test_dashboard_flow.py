@@ -1,12 +1,13 @@
 """Through the browser: submit a tiny experiment, watch it finish, compare its runs, save a
 dashboard, and open its read-only link in a fresh browser context.
 
-This module's server also registers a test technique (tests/techniques/toy.py, through
-ORRERY_TECHNIQUE_MODULES): the form offers it, knobs and sweep paths included, with no change to
+This module's server also sees a test technique's entry point (tests/techniques/toy/, through
+tests.techniques.install_toy): the form offers it, knobs and sweep paths included, with no change to
 the frontend, because the form reads the server's technique table."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from playwright.sync_api import Browser, Page
 
 from tests.browser.conftest import ConsoleLog, Server, serving
 from tests.conftest import orrery_env, repo_pythonpath
+from tests.techniques import install_toy
 
 pytestmark = pytest.mark.browser
 
@@ -29,8 +31,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = orrery_env(
         ORRERY_DATA_DIR=str(data_dir),
         ORRERY_WORKER_CONCURRENCY="1",
-        ORRERY_TECHNIQUE_MODULES="tests.techniques.toy",
-        PYTHONPATH=repo_pythonpath(),
+        PYTHONPATH=f"{install_toy(data_dir.parent / 'site')}{os.pathsep}{repo_pythonpath()}",
     )
     with serving(data_dir, env) as server:
         yield server

@@ -63,8 +63,8 @@ def test_example_expands(path: Path) -> None:
 def test_the_example_is_the_shipped_miniature(paper: str) -> None:
     """The papers page serves the file inside the package; examples/papers links to it, so
     there is one file to edit."""
-    from backend.analysis.papers import MINIATURES_DIR, PAPERS
+    from backend.analysis.papers import PAPERS
 
     assert set(PAPERS) == set(PAPER_PRESETS)
     example = FOLDER / "papers" / f"{paper}.yaml"
-    assert example.resolve() == (MINIATURES_DIR / f"{paper}.yaml").resolve()
+    assert example.resolve() == PAPERS[paper].miniature.resolve()

@@ -1,8 +1,8 @@
 """What each part of the service makes of the technique table, printed as JSON.
 
-Run in a fresh interpreter (tests/test_techniques.py), with ORRERY_TECHNIQUE_MODULES naming
-tests.techniques.toy, so the toy technique is registered before anything reads the table, as it
-would be in a deployment. Everything up to the worker's step runs without torch.
+Run in a fresh interpreter (tests/test_techniques.py) that sees the toy technique's entry point
+(tests.techniques.install_toy), as a deployment sees an installed package's. Everything up to
+the worker's step runs without torch.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from backend.experiments.expand import expand
 from backend.settings import Settings
 from backend.specs.accelerator import EXTENSIONS
 from backend.specs.experiment import ExperimentSpec
-from backend.specs.techniques import parse_techniques
+from backend.specs.techniques import EPOCH_FIGURES, parse_techniques
 
 TOY_SPEC: dict[str, Any] = {
     "name": "toy",
@@ -59,6 +59,7 @@ def _specs(observed: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         observed["refused_knob"] = [".".join(map(str, e["loc"])) for e in exc.errors()]
     observed["export_columns"] = [c for c in EXPORT_COLUMNS if c.startswith("toy.")]
+    observed["epoch_figures"] = [figure.key for figure in EPOCH_FIGURES]
     return next(t.technique_params for t in expansion.trainings.values() if t.technique == "toy")
 
 

@@ -10,11 +10,15 @@ import pytest
 import torch
 
 from backend.specs.accelerator import PRESETS, ZeroSkipping
-from backend.specs.training import AdaGPParams, MercuryParams, SparseTrainParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.adagp import GP_FRACTION
+from backend.techniques.adagp.params import AdaGPParams
+from backend.techniques.adagp.training import AdaGP, _Feedback
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.sim.simulate import simulate
 from worker.sim.workload import GemmOp, TrainingPass
 from worker.training import engine, run_training
-from worker.training.adagp import AdaGP, _Feedback, run_gp_fraction
 from worker.training.results import TrainingResult
 from worker.training.technique import Step
 
@@ -70,8 +74,8 @@ def test_gp_batches_skip_the_backward_pass_while_the_predictor_cost_appears_in_t
     sparse = SparseTrainParams(prune_rate=0.5)  # counts every output gradient it really sees
     result = run_training(CONFIG, [PINNED, sparse])
     warmup, second = result.epochs
-    assert warmup.gp_fraction == 0.0
-    assert second.gp_fraction == SECOND_EPOCH_GP / BATCHES
+    assert warmup.figures["gp_fraction"] == 0.0
+    assert second.figures["gp_fraction"] == SECOND_EPOCH_GP / BATCHES
     bp = 2 * BATCHES - SECOND_EPOCH_GP
     # autograd computed every parameter's gradient on BP batches only
     assert set(backward_counts.values()) == {bp}
@@ -97,7 +101,7 @@ def test_gp_batches_skip_the_backward_pass_while_the_predictor_cost_appears_in_t
     # dW_pred formed on the array on every 4th BP batch to measure its cosine
     measure = ops[("conv2.predictor.measure", TrainingPass.BWD_WEIGHT, "overhead")]
     assert measure.runs_on == "array" and measure.executions == -(-bp // 4)
-    assert -1 <= second.cosine_similarity <= 1
+    assert -1 <= second.figures["cosine_similarity"] <= 1
 
 
 def test_simulated_macs_skip_bwd_data_of_gp_batches_and_charge_the_predictor() -> None:
@@ -127,7 +131,7 @@ def test_simulated_macs_skip_bwd_data_of_gp_batches_and_charge_the_predictor() -
 
 def test_gp_fraction_counts_the_warm_up() -> None:
     result = run_training(CONFIG, [PINNED])
-    fraction = run_gp_fraction([epoch.gp_fraction for epoch in result.epochs])
+    fraction = GP_FRACTION.of_training([epoch.figures["gp_fraction"] for epoch in result.epochs])
     assert fraction == SECOND_EPOCH_GP / (2 * BATCHES)
     data = next(op for op in result.workload.ops if op.pass_ == TrainingPass.BWD_DATA)
     assert fraction == pytest.approx(1 - data.executions / result.workload.iterations)
@@ -139,7 +143,7 @@ def test_the_feedback_predictor_beats_the_previous_batch_reference() -> None:
     config = CONFIG.model_copy(update={"epochs": 3, "train_samples": 1024})
     params = AdaGPParams(warmup_epochs=3, cosine_every=1)
     last = run_training(config, [params]).epochs[-1]
-    assert last.gp_fraction == 0.0
+    assert last.figures["gp_fraction"] == 0.0
     for layer, figures in last.per_layer.items():
         if "cosine" in figures:
             assert figures["cosine"] > figures["reference_cosine"] + 0.05, layer
@@ -154,8 +158,8 @@ def test_adaptive_rule_moves_the_gp_run_within_bounds() -> None:
                               min_gp_batches=1, max_gp_batches=6, cosine_every=1,
                               shorten_ratio=0.0, lengthen_ratio=0.0)  # fmt: skip
     config = CONFIG.model_copy(update={"epochs": 1})
-    shrinking = run_training(config, [never_good]).epochs[0].gp_fraction
-    growing = run_training(config, [always_good]).epochs[0].gp_fraction
+    shrinking = run_training(config, [never_good]).epochs[0].figures["gp_fraction"]
+    growing = run_training(config, [always_good]).epochs[0].figures["gp_fraction"]
     assert shrinking < 0.6 < growing
 
 
@@ -219,7 +223,7 @@ def test_mercury_and_sparsetrain_compose() -> None:
     result = run_training(CONFIG, [MercuryParams(signature_bits=12), SparseTrainParams()])
     assert result.workload.technique == "mercury+sparsetrain"
     epoch = result.epochs[-1]
-    assert epoch.hit_rate > 0
+    assert epoch.figures["hit_rate"] > 0
     assert epoch.per_layer["conv2"]["grad_density_pruned"] < 1
     fwd = next(o for o in result.workload.ops if o.layer == "conv1" and o.pass_ == "fwd")
     assert fwd.reused_row_fraction > 0

@@ -7,17 +7,19 @@ import pytest
 import torch
 from torch import Tensor
 
-from backend.specs.training import BaselineParams, MercuryParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.baseline.params import BaselineParams
+from backend.techniques.mercury.mcache import CacheModel, owners, reference_owners
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.mercury.signatures import RandomProjection, pack_signs
+from backend.techniques.mercury.training import Mercury
 from worker.sim.workload import TrainingPass
 from worker.training import run_training
 from worker.training.datasets import load_dataset
 from worker.training.hook_chain import HookChain
 from worker.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument, mark_classifier
-from worker.training.mcache import CacheModel, owners, reference_owners
-from worker.training.mercury import Mercury
 from worker.training.models import MODEL_REGISTRY, build_model
 from worker.training.recorder import WorkloadRecorder
-from worker.training.signatures import RandomProjection, pack_signs
 
 CACHES = [
     CacheModel("unbounded"),
@@ -175,7 +177,7 @@ def test_many_bits_keep_baseline_accuracy() -> None:
         config = DIGITS.model_copy(update={"seed": seed})
         baseline.append(run_training(config, [BaselineParams()]).test_accuracy)
         result = run_training(config, [many_bits])
-        assert result.epochs[0].hit_rate > 0  # all-zero and identical windows do hit
+        assert result.epochs[0].figures["hit_rate"] > 0  # all-zero and identical windows do hit
         mercury.append(result.test_accuracy)
     assert abs(np.mean(mercury) - np.mean(baseline)) <= 0.01
 
@@ -185,7 +187,7 @@ def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
     params = MercuryParams(signature_bits=8, max_bits=16, min_hit_rate=0.9)
     result = run_training(config, [params])
     first, second = result.epochs
-    assert 0 < first.hit_rate < 1
+    assert 0 < first.figures["hit_rate"] < 1
     conv1 = first.per_layer["conv1"]
     assert conv1["hit_rate"] > 0 and conv1["signature_bits"] == 8
     assert all(first.per_layer[name]["reuse_on"] == 1.0 for name in ("conv1", "fc1", "fc2"))

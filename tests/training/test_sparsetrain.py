@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from backend.specs.training import SparseTrainParams, TrainingConfig
+from backend.specs.training import TrainingConfig
+from backend.techniques.sparsetrain.params import SparseTrainParams
+from backend.techniques.sparsetrain.training import pruning_threshold, stochastic_prune
 from worker.sim.workload import TrainingPass
 from worker.training import run_training
-from worker.training.sparsetrain import pruning_threshold, stochastic_prune
 
 
 def test_pruning_is_unbiased() -> None:
@@ -67,7 +68,7 @@ def runs() -> dict[float, object]:
 
 
 def test_measured_gradient_density_falls_as_p_rises(runs) -> None:
-    densities = [runs[p].epochs[0].density_bwd for p in (0.0, 0.5, 0.9)]
+    densities = [runs[p].epochs[0].figures["density_bwd"] for p in (0.0, 0.5, 0.9)]
     assert densities[0] > densities[1] > densities[2]
     for p in (0.5, 0.9):
         layer = runs[p].epochs[0].per_layer["conv2"]

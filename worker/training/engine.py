@@ -286,7 +286,6 @@ def _epoch_metrics(
     test_accuracy: float,
     seconds: float,
 ) -> EpochMetrics:
-    density_fwd, density_bwd, per_layer = run.recorder.epoch_densities()
     metrics = EpochMetrics(
         epoch=epoch + 1,
         train_loss=train_loss,
@@ -294,14 +293,9 @@ def _epoch_metrics(
         test_loss=test_loss,
         test_accuracy=test_accuracy,
         seconds=seconds,
-        density_fwd=density_fwd,
-        density_bwd=density_bwd,
-        per_layer=per_layer,
     )
-    for technique in run.techniques:
-        figures = technique.epoch_figures()
-        for key, value in figures.scalars.items():
-            setattr(metrics, key, value)
+    for figures in (run.recorder.epoch_densities(), *(t.epoch_figures() for t in run.techniques)):
+        metrics.figures.update(figures.scalars)
         for layer, values in figures.per_layer.items():
             metrics.per_layer.setdefault(layer, {}).update(values)
     return metrics

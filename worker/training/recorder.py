@@ -26,6 +26,7 @@ from worker.training import sparsity
 from worker.training.gemm_shapes import attention_gemms, conv_gemms, linear_gemms
 from worker.training.layers import GemmLayer, MatMulSite
 from worker.training.sparsity import OperandCounts, RowSample
+from worker.training.technique import EpochFigures
 
 FWD, BWD_DATA, BWD_WEIGHT = TrainingPass.FWD, TrainingPass.BWD_DATA, TrainingPass.BWD_WEIGHT
 MEASURE_EVERY = 8  # batches between workload measurements (each costs about one backward)
@@ -192,25 +193,28 @@ class WorkloadRecorder:
             record.passes[FWD].b.add_density(sparsity.density(b))
 
     # -- results -------------------------------------------------------------------------------
-    def epoch_densities(self) -> tuple[float | None, float | None, dict[str, dict[str, float]]]:
-        """Overall FWD-input and BWD-gradient densities of this epoch's measured batches, and
-        per layer; resets the epoch counters."""
+    def epoch_densities(self) -> EpochFigures:
+        """The FWD-input and BWD-gradient densities of this epoch's measured batches, overall
+        and per layer (`density_fwd`, `density_bwd`: backend/specs/figures.py); resets the
+        epoch counters."""
+        keys = {"x": "density_fwd", "grad": "density_bwd"}
         totals = {"x": [0.0, 0.0], "grad": [0.0, 0.0]}
-        per_layer: dict[str, dict[str, float]] = {}
+        densities = EpochFigures()
         for name, record in self.layers.items():
             figures: dict[str, float] = {}
-            for key in ("x", "grad"):
+            for key, figure in keys.items():
                 elements = record.epoch_elements[key]
                 if elements:
-                    figures[f"density_{key}"] = record.epoch_nonzero[key] / elements
+                    figures[figure] = record.epoch_nonzero[key] / elements
                     totals[key][0] += record.epoch_nonzero[key]
                     totals[key][1] += elements
                 record.epoch_nonzero[key] = record.epoch_elements[key] = 0.0
             if figures:
-                per_layer[name] = figures
-        fwd = totals["x"][0] / totals["x"][1] if totals["x"][1] else None
-        bwd = totals["grad"][0] / totals["grad"][1] if totals["grad"][1] else None
-        return fwd, bwd, per_layer
+                densities.per_layer[name] = figures
+        for key, (nonzero, elements) in totals.items():
+            if elements:
+                densities.scalars[keys[key]] = nonzero / elements
+        return densities
 
     def build_ops(self) -> list[GemmOp]:
         ops: list[GemmOp] = []

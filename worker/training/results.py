@@ -10,7 +10,9 @@ from worker.sim.workload import Workload
 
 @dataclass
 class EpochMetrics:
-    """One epoch. Technique figures are None when no technique of the run measures them."""
+    """One epoch: its losses and accuracies, and the figures measured in it, keyed as declared
+    (`backend.specs.techniques.EPOCH_FIGURES`); a figure no technique of the run measures is
+    absent. `per_layer` holds each layer's figures under the same keys."""
 
     epoch: int
     train_loss: float
@@ -18,11 +20,7 @@ class EpochMetrics:
     test_loss: float
     test_accuracy: float
     seconds: float  # wall time of the epoch's training batches (evaluation excluded)
-    hit_rate: float | None = None  # MERCURY: FWD rows reused / rows looked up
-    density_fwd: float | None = None  # non-zero fraction of the conv/linear inputs
-    density_bwd: float | None = None  # non-zero fraction of the gradients at their outputs
-    gp_fraction: float | None = None  # ADA-GP: batches trained on predicted gradients
-    cosine_similarity: float | None = None  # ADA-GP: predicted vs true gradient, BP batches
+    figures: dict[str, float] = field(default_factory=dict)
     per_layer: dict[str, dict[str, float]] = field(default_factory=dict)
 
 

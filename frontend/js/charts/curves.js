@@ -1,15 +1,24 @@
-// Training curves per epoch: loss, accuracy, MERCURY hit rate, gradient density, ADA-GP fraction.
+// Training curves per epoch: loss, accuracy, and a panel for each figure the server declares
+// (densities, MERCURY's hit rate, ADA-GP's GP fraction, ...) that one of the shown runs measured.
 
+import { epochFigures } from "../figures.js";
 import { runLabel } from "../format.js";
 import { baseLayout, colorAt, emptyFigure, techniqueColor } from "./common.js";
 
-const PANELS = [
+const ALWAYS = [
   { title: "loss", series: [["train_loss", "train"], ["test_loss", "test"]] },
   { title: "accuracy (%)", series: [["train_accuracy", "train"], ["test_accuracy", "test"]], percent: true },
-  { title: "hit rate (%)", series: [["hit_rate", ""]], percent: true },
-  { title: "density (%)", series: [["density_fwd", "fwd"], ["density_bwd", "bwd"]], percent: true },
-  { title: "GP fraction (%)", series: [["gp_fraction", ""]], percent: true },
 ];
+
+const measured = (runs, key) => runs.some((run) => run.epochs.some((e) => e[key] !== null && e[key] !== undefined));
+
+/** Loss and accuracy, then one panel per declared figure with something to show. */
+function panels(runs) {
+  const figures = epochFigures()
+    .filter((figure) => measured(runs, figure.key))
+    .map((figure) => ({ title: figure.percent ? `${figure.label} (%)` : figure.label, series: [[figure.key, ""]], percent: figure.percent }));
+  return [...ALWAYS, ...figures];
+}
 const COLUMNS = 3;
 const LEGEND_PER_RUN = 8; // beyond this many trainings the legend names techniques, not runs
 
@@ -24,8 +33,8 @@ function trainings(runs) {
   return [...seen.values()];
 }
 
-function axisDomains(index) {
-  const rows = Math.ceil(PANELS.length / COLUMNS);
+function axisDomains(index, count) {
+  const rows = Math.ceil(count / COLUMNS);
   const col = index % COLUMNS;
   const row = Math.floor(index / COLUMNS);
   const width = 1 / COLUMNS;
@@ -46,10 +55,11 @@ export default {
     const layout = baseLayout({ margin: { l: 45, r: 10, t: 30, b: 40 }, showlegend: true, annotations: [] });
     const perRun = shown.length <= LEGEND_PER_RUN;
     const inLegend = new Set();
-    PANELS.forEach((panel, index) => {
+    const shownPanels = panels(shown);
+    shownPanels.forEach((panel, index) => {
       const suffix = index === 0 ? "" : String(index + 1);
-      const domains = axisDomains(index);
-      const bottomRow = Math.floor(index / COLUMNS) === Math.ceil(PANELS.length / COLUMNS) - 1;
+      const domains = axisDomains(index, shownPanels.length);
+      const bottomRow = Math.floor(index / COLUMNS) === Math.ceil(shownPanels.length / COLUMNS) - 1;
       layout[`xaxis${suffix}`] = {
         domain: domains.x, anchor: `y${suffix}`, dtick: 1,
         title: bottomRow ? { text: "epoch", standoff: 4 } : undefined,
@@ -59,12 +69,10 @@ export default {
         text: `<b>${panel.title}</b>`, showarrow: false, xref: "paper", yref: "paper",
         x: (domains.x[0] + domains.x[1]) / 2, y: domains.y[1] + 0.02, xanchor: "center", yanchor: "bottom",
       });
-      let drawn = 0;
       shown.forEach((run, runIndex) => {
         panel.series.forEach(([key, label], seriesIndex) => {
           const points = run.epochs.filter((e) => e[key] !== null && e[key] !== undefined);
           if (!points.length) return;
-          drawn += 1;
           // Few runs: a colour and a legend entry each. Many: a colour per technique.
           const name = perRun ? `#${run.id} ${run.technique}` : run.technique;
           const first = !inLegend.has(name);
@@ -78,12 +86,6 @@ export default {
           });
         });
       });
-      if (!drawn) {
-        layout.annotations.push({
-          text: "not measured", showarrow: false, xref: "paper", yref: "paper",
-          x: (domains.x[0] + domains.x[1]) / 2, y: (domains.y[0] + domains.y[1]) / 2, font: { color: "#888" },
-        });
-      }
     });
     layout.legend = { orientation: "v", x: 0.7, y: 0.4, xanchor: "left", yanchor: "top" };
     return { data, layout };

@@ -6,6 +6,7 @@ import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent } from "../format.js";
 import { statusCell } from "../run-table.js";
+import { epochFigures, loadFigures } from "../figures.js";
 import { loadTechniques } from "../techniques.js";
 
 const runId = Number(location.pathname.split("/").pop());
@@ -146,6 +147,11 @@ function renderLayers(run) {
       LAYER_COLUMNS.map(([, value, num]) => el("td", { class: num ? "num" : undefined, text: value(layer) })))))));
 }
 
+/** A declared figure's label; any other per-layer key as written, underscores as spaces. */
+function columnLabel(key) {
+  return epochFigures().find((figure) => figure.key === key)?.label ?? key.replaceAll("_", " ");
+}
+
 /** The per-layer figures the training recorded each epoch (hit rates, densities, cosines). */
 function renderLayerEpochs(run) {
   const box = document.getElementById("layer-epochs");
@@ -164,7 +170,7 @@ function renderLayerEpochs(run) {
     }
   }
   box.append(el("table", { class: "data", id: "layer-epoch-table" },
-    el("thead", {}, el("tr", {}, ["Epoch", "Layer", ...columns.map((c) => c.replaceAll("_", " "))].map((label) => el("th", { scope: "col", text: label })))),
+    el("thead", {}, el("tr", {}, ["Epoch", "Layer", ...columns.map(columnLabel)].map((label) => el("th", { scope: "col", text: label })))),
     el("tbody", {}, rows)));
 }
 
@@ -189,8 +195,9 @@ async function main() {
     annotationsEditor(document.getElementById("annotations"), { path: `${API}/runs/${run.id}`, tags: run.tags, notes: run.notes, what: "run" });
     renderSpec(run);
     renderLayers(run);
+    // Only the colours need the techniques, and only the labels and curves the figures.
+    await Promise.all([loadTechniques().catch(() => null), loadFigures().catch(() => null)]);
     renderLayerEpochs(run);
-    await loadTechniques().catch(() => null); // only the colours need it
     const figure = curves.build([run]);
     Plotly.newPlot("curves", figure.data, figure.layout, { responsive: true, displaylogo: false });
   } catch (error) {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.specs.training import BaselineParams
+from backend.techniques.baseline.params import BaselineParams
 from worker.training.technique import Technique
 
 

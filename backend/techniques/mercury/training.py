@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from backend.specs.training import MercuryParams
+from backend.techniques.mercury.mcache import CacheModel, owners
+from backend.techniques.mercury.params import MercuryParams
+from backend.techniques.mercury.signatures import RandomProjection
 from worker.sim.workload import GemmOp, TrainingPass
 from worker.training.layers import GemmLayer, ReuseMap
-from worker.training.mcache import CacheModel, owners
-from worker.training.signatures import RandomProjection
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
 

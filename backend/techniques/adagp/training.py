@@ -75,8 +75,9 @@ loss rose, within [min_gp_batches, max_gp_batches].
 
 GP fraction: per epoch, that epoch's GP batches over its batches (warm-up epochs report 0.0), so
 the run's fraction, GP batches over all batches with warm-up included, is the mean over epochs
-(`run_gp_fraction`). Per layer and epoch, `cosine` and `reference_cosine` (means over the
-epoch's BP batches) are stored in the epoch's per-layer figures.
+(the `gp_fraction` figure's `over_training`, backend/techniques/adagp/__init__.py). Per layer
+and epoch, `cosine` and `reference_cosine` (means over the epoch's BP batches) are stored in the
+epoch's per-layer figures.
 
 What the workload charges (annotate_workload):
 - the recorder counts FWD on every batch and BWD-DATA / BWD-WEIGHT on BP batches only, so GP
@@ -101,7 +102,6 @@ What the workload charges (annotate_workload):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -109,9 +109,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from backend.specs.training import AdaGPParams
+from backend.techniques.adagp.feedback_kernels import (
+    ChannelMoments,
+    gated_product,
+    predictor_gradients,
+)
+from backend.techniques.adagp.params import AdaGPParams
 from worker.sim.workload import GemmOp, TrainingPass
-from worker.training.feedback_kernels import ChannelMoments, gated_product, predictor_gradients
 from worker.training.layers import GemmLayer
 from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
@@ -249,13 +253,6 @@ class _Counts:
     gp: int = 0
     loss_sum: float = 0.0
     cosines: list[float] = field(default_factory=list)
-
-
-def run_gp_fraction(gp_fractions: Sequence[float | None]) -> float:
-    """GP batches / all batches of a run (warm-up included) from its per-epoch fractions (every
-    epoch has the same number of batches)."""
-    values = [v or 0.0 for v in gp_fractions]
-    return sum(values) / len(values) if values else 0.0
 
 
 class AdaGP(Technique):

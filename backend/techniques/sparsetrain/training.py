@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from backend.specs.training import SparseTrainParams
+from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.sim.workload import TrainingPass
 from worker.training.compiled import compiled
 from worker.training.layers import GemmLayer

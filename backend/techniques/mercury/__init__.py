@@ -1,0 +1,47 @@
+"""MERCURY (HPCA 2023): reuse the outputs of input vectors whose random-projection signatures
+match, looked up in an MCACHE. Training hook: training.py; signatures: signatures.py; the MCACHE
+models: mcache.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from backend.techniques.entry import Figure, Paper, TechniqueEntry
+from backend.techniques.mercury.params import MercuryParams
+
+if TYPE_CHECKING:
+    from worker.training.technique import Technique
+
+
+def _training_hook() -> type[Technique]:
+    from backend.techniques.mercury.training import Mercury
+
+    return Mercury
+
+
+TECHNIQUE = TechniqueEntry(
+    name="mercury",
+    label="MERCURY",
+    params_model=MercuryParams,
+    training_hook=_training_hook,
+    hardware_extension="mercury",
+    figures=(
+        Figure(
+            "hit_rate",
+            "hit rate",
+            "FWD rows whose output was copied from a cached owner / rows looked up (per layer: "
+            "that layer's; the epoch's: over the layers reuse was on in)",
+        ),
+    ),
+    paper=Paper(
+        title="MERCURY: input similarity",
+        venue="HPCA 2023",
+        headline="1.97x average speedup over 12 models, accuracy similar to the baseline",
+        speedup=1.97,
+        energy_ratio=None,
+        accuracy="similar to the baseline",
+        miniature=Path(__file__).with_name("miniature.yaml"),
+        figure="hit_rate",
+    ),
+)

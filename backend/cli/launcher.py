@@ -1,9 +1,10 @@
 """The commands that start Orrery's processes on this machine: migrate, worker, serve, reconcile.
 
-Model: each reads the service settings (backend/settings.py) and runs or replaces itself with a
-long-lived process (the API under uvicorn, a Celery worker, the reconciler's loop); `serve`
-also supervises a worker. Open choice: `worker` execs Celery (the process becomes the worker)
-while `serve` keeps its worker as a child it restarts.
+Model: each reads the service settings (backend/settings.py) and acts on this machine: `migrate`
+upgrades the schema once; `worker` replaces itself with a Celery worker; `serve` migrates, then
+runs the API under uvicorn beside a worker it restarts whenever it dies; `reconcile` makes one
+reconciler pass, or one per interval. Open choice: `worker` execs Celery (the process becomes
+the worker) while `serve` keeps its worker as a child.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from backend.cli.output import console
 
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
+    """The runs as one table, a row each, the reason a run ended in its last column."""
     table = Table(show_lines=False)
     for column in (
         "id",

@@ -1,10 +1,10 @@
 """The science core reads no settings and no environment.
 
-The specs (backend/specs), the training (worker/training) and the simulator (worker/sim) take
-what they need as arguments, so a training or a simulation depends on its inputs alone and runs
-the same in the worker, a benchmark or a test. Checked two ways: importing every module of the
-three packages in a fresh interpreter loads no `backend.settings`, and no module's source reads
-`os.environ`, `os.environb` or `os.getenv`.
+The specs (backend/specs), the techniques (backend/techniques), the training (worker/training)
+and the simulator (worker/sim) take what they need as arguments, so a training or a simulation
+depends on its inputs alone and runs the same in the worker, a benchmark or a test. Checked two
+ways: importing every module of those packages in a fresh interpreter loads no
+`backend.settings`, and no module's source reads `os.environ`, `os.environb` or `os.getenv`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-SCIENCE_CORE = ("backend.specs", "worker.training", "worker.sim")
+SCIENCE_CORE = ("backend.specs", "backend.techniques", "worker.training", "worker.sim")
 ENVIRONMENT_READERS = {"environ", "environb", "getenv"}
 
 IMPORT_EVERY_MODULE = """
@@ -68,6 +68,7 @@ def test_importing_the_science_core_loads_no_settings() -> None:
     report = json.loads(answer.stdout.splitlines()[-1])
     assert "worker.training.engine" in report["modules"]
     assert "worker.sim.simulate" in report["modules"]
+    assert "backend.techniques.adagp.training" in report["modules"]
     assert not report["settings_loaded"], (
         "backend.settings was imported by (innermost first): " + " <- ".join(report["imported_by"])
     )

@@ -54,7 +54,7 @@ def ideal_bound(baseline: Workload, workload: Workload, accel: AcceleratorConfig
         if op.role != "compute":
             continue
         m, k = op.m, op.k
-        if accel.mercury.enabled:
+        if accel.mcache.enabled:
             m, k = m * (1 - op.reused_row_fraction), k * op.folded_k_fraction
         share = min(op.density_a, op.density_b) if accel.zero_skipping.enabled else 1.0
         left += m * k * op.n * op.groups * op.executions * share

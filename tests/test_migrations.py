@@ -2,12 +2,16 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import create_engine, inspect, text
 
 from backend.db import migrate
 from backend.db.models import Base
+from backend.specs.accelerator import PRESETS, AcceleratorConfig
+from backend.specs.experiment import ExperimentSpec
 
 EXPECTED_TABLES = {
     "users",
@@ -143,3 +147,100 @@ def test_epoch_figures_move_into_one_json_object_and_back(
     engine.dispose()
     assert (hit_rate, gp_fraction) == (0.5, None)
     assert as_json(per_layer)["conv1"]["density_x"] == 0.7
+
+
+def _old_accelerator_config() -> dict[str, Any]:
+    """The mercury-like preset as runs stored it before 0012, the MCACHE under "mercury"."""
+    config = PRESETS["mercury-like"].model_dump()
+    return {("mercury" if key == "mcache" else key): value for key, value in config.items()}
+
+
+def _rename_the_mcache_extension(url: str) -> None:
+    migrate.upgrade(url, "0010")
+    custom = {**_old_accelerator_config(), "name": "custom"}
+    spec = {
+        "name": "e",
+        "techniques": [{"name": "mercury", "signature_bits": 8}],
+        "accelerators": ["mercury-like", custom],
+        "sweep": {
+            "parameters": {
+                "accelerator.mercury.lookup_latency": {"values": [1, 2]},
+                "mercury.signature_bits": {"values": [8, 16]},
+            }
+        },
+    }
+    params = {"accelerator.mercury.lookup_latency": 2, "mercury.signature_bits": 16}
+    filters = {"param": ["accelerator.mercury.lookup_latency:2", "mercury.signature_bits:16"]}
+    engine = create_engine(url)
+    experiments = sa.table(
+        "experiments", sa.column("id"), sa.column("name"), sa.column("status"),
+        sa.column("spec", sa.JSON),
+    )  # fmt: skip
+    runs = sa.table(
+        "runs", *(sa.column(name) for name in _RUN_COLUMNS),
+        sa.column("technique_params", sa.JSON), sa.column("training_config", sa.JSON),
+        sa.column("accelerator_config", sa.JSON), sa.column("params", sa.JSON),
+    )  # fmt: skip
+    dashboards = sa.table(
+        "dashboards", sa.column("id"), sa.column("name"), sa.column("config", sa.JSON)
+    )
+    with engine.begin() as connection:
+        connection.execute(experiments.insert().values(id=1, name="e", status="done", spec=spec))
+        connection.execute(
+            dashboards.insert().values(id="d1", name="d", config={"filters": filters})
+        )
+        connection.execute(
+            runs.insert().values(
+                id=1, experiment_id=1, is_baseline=False, technique="mercury", model="lenet5",
+                dataset="digits", accelerator_name="mercury-like", seed=0, status="done",
+                progress=1.0, technique_params=[{"name": "mercury", "signature_bits": 16}],
+                training_config={}, accelerator_config=_old_accelerator_config(), params=params,
+            )
+        )  # fmt: skip
+
+    def stored() -> tuple[dict[str, Any], ...]:
+        with engine.connect() as connection:
+            run = connection.execute(sa.select(runs.c.accelerator_config, runs.c.params)).one()
+            return (
+                run.accelerator_config,
+                run.params,
+                connection.execute(sa.select(experiments.c.spec)).scalar_one(),
+                connection.execute(sa.select(dashboards.c.config)).scalar_one(),
+            )
+
+    migrate.upgrade(url)
+    config, run_params, new_spec, dashboard = stored()
+    assert "mercury" not in config
+    assert AcceleratorConfig.model_validate(config) == PRESETS["mercury-like"]
+    assert run_params == {"accelerator.mcache.lookup_latency": 2, "mercury.signature_bits": 16}
+    checked = ExperimentSpec.model_validate(new_spec)
+    assert checked.accelerators[0] == "mercury-like"
+    assert checked.accelerators[1] == PRESETS["mercury-like"].model_copy(update={"name": "custom"})
+    assert checked.sweep is not None
+    assert set(checked.sweep.parameters) == {
+        "accelerator.mcache.lookup_latency",
+        "mercury.signature_bits",
+    }
+    assert checked.techniques[0].signature_bits == 8  # the technique keeps its name
+    assert dashboard["filters"]["param"] == [
+        "accelerator.mcache.lookup_latency:2",
+        "mercury.signature_bits:16",
+    ]
+
+    migrate.downgrade(url, "0010")
+    assert stored() == (_old_accelerator_config(), params, spec, {"filters": filters})
+    engine.dispose()
+
+
+_RUN_COLUMNS = (
+    "id", "experiment_id", "is_baseline", "technique", "model", "dataset", "accelerator_name",
+    "seed", "status", "progress",
+)  # fmt: skip
+
+
+def test_0012_renames_the_mcache_extension_on_sqlite(tmp_path: Path) -> None:
+    _rename_the_mcache_extension(f"sqlite:///{tmp_path / 'orrery.db'}")
+
+
+def test_0012_renames_the_mcache_extension_on_postgresql(postgres_url: str) -> None:
+    _rename_the_mcache_extension(postgres_url)

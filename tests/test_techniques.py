@@ -85,8 +85,8 @@ def test_a_registered_technique_validates_sweeps_expands_and_exports(toy: dict[s
     # The sweep reaches the toy's knob; its runs switch on its extension, composed ones both.
     assert toy["runs"] == [
         ["baseline", None, []],
-        ["mercury+toy", 0.1, ["mercury", "gradient_predictor"]],
-        ["mercury+toy", 0.9, ["mercury", "gradient_predictor"]],
+        ["mercury+toy", 0.1, ["mcache", "gradient_predictor"]],
+        ["mercury+toy", 0.9, ["mcache", "gradient_predictor"]],
         ["toy", 0.1, ["gradient_predictor"]],
         ["toy", 0.9, ["gradient_predictor"]],
     ]
@@ -108,11 +108,11 @@ def test_the_built_in_table() -> None:
     assert TECHNIQUE_NAMES == ("baseline", "adagp", "mercury", "sparsetrain")
     assert {t.name: t.hardware_extension for t in TECHNIQUES} == {
         "baseline": None,
-        "mercury": "mercury",
+        "mercury": "mcache",
         "adagp": "gradient_predictor",
         "sparsetrain": "zero_skipping",
     }
-    assert extensions_for({"mercury", "sparsetrain", "baseline"}) == {"mercury", "zero_skipping"}
+    assert extensions_for({"mercury", "sparsetrain", "baseline"}) == {"mcache", "zero_skipping"}
     assert accelerator_for(PRESETS["edge"], {"adagp"}).extensions_on == ("gradient_predictor",)
 
 

@@ -25,10 +25,7 @@ LAYER_FIELDS = (
     "layer", "training_pass", "role", "compute_cycles", "stall_cycles", "total_cycles",
     "macs_algorithmic", "macs_actual", "macs_skipped", "macs_overhead", "dram_bytes", "energy_pj",
 )  # fmt: skip
-EPOCH_FIELDS = (
-    "epoch", "train_loss", "test_loss", "train_accuracy", "test_accuracy", "hit_rate",
-    "density_fwd", "density_bwd", "gp_fraction",
-)  # fmt: skip
+EPOCH_FIELDS = ("epoch", "train_loss", "test_loss", "train_accuracy", "test_accuracy", "figures")
 RUN_FIELDS = (
     "id", "experiment_id", "training_id", "technique", "model", "dataset", "accelerator_name",
     "seed", "is_baseline", "status", "progress", "params", "accuracy", "loss", "speedup",
@@ -144,9 +141,14 @@ def _layers(db: Session, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
 
 
 def _epochs(db: Session, training_ids: set[int]) -> dict[int, list[dict[str, Any]]]:
-    return _grouped(
+    """Each training's epochs, their figures spread into fields of their own (as `EpochOut`)."""
+    grouped = _grouped(
         db, EpochMetric, EpochMetric.training_id, EPOCH_FIELDS, training_ids, EpochMetric.epoch
     )
+    for epochs in grouped.values():
+        for epoch in epochs:
+            epoch.update(epoch.pop("figures") or {})
+    return grouped
 
 
 def _mark_front(runs: list[ChartRun]) -> None:

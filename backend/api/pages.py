@@ -11,10 +11,11 @@ from fastapi import APIRouter, FastAPI, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from backend.api.schemas import TechniqueOut
+from backend.api.schemas import FigureOut, FiguresOut, MeasureOut, TechniqueOut
 from backend.api.security import CurrentUser
 from backend.specs.accelerator import PRESETS
-from backend.specs.techniques import TECHNIQUES
+from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES
+from backend.specs.techniques import EPOCH_FIGURES, TECHNIQUES
 
 FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
 PAGES_DIR = FRONTEND_DIR / "pages"
@@ -128,6 +129,39 @@ def techniques() -> list[TechniqueOut]:
         )
         for entry in TECHNIQUES
     ]
+
+
+@router.get("/api/v1/figures", response_model=FiguresOut, tags=["specs"])
+def figures() -> FiguresOut:
+    """The figures runs are judged by, as declared: each epoch's (every training's, then each
+    technique's in table order) and the measures stored per run and per layer-pass. Public,
+    like the technique list."""
+    owner = {figure.key: entry.name for entry in TECHNIQUES for figure in entry.figures}
+    run_keys = {measure.key for measure in RUN_MEASURES}
+    layer_keys = {measure.key for measure in LAYER_MEASURES}
+    measures = {measure.key: measure for measure in (*RUN_MEASURES, *LAYER_MEASURES)}
+    return FiguresOut(
+        epoch=[
+            FigureOut(
+                key=f.key,
+                label=f.label,
+                description=f.description,
+                percent=f.percent,
+                technique=owner.get(f.key),
+            )
+            for f in EPOCH_FIGURES
+        ],
+        measures=[
+            MeasureOut(
+                key=m.key,
+                unit=m.unit,
+                description=m.description,
+                per_run=m.key in run_keys,
+                per_layer=m.key in layer_keys,
+            )
+            for m in measures.values()
+        ],
+    )
 
 
 def mount_static(app: FastAPI) -> None:

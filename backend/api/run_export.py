@@ -75,9 +75,19 @@ def export_row(run: Run) -> dict[str, Any]:
     return row
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def csv_cell(value: Any) -> Any:
-    """Lists and mappings as JSON; everything else as the csv module writes it."""
-    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
+    """Lists and mappings as JSON; text that a spreadsheet would run as a formula (a custom
+    accelerator's name, notes, tags) behind a leading apostrophe, so it shows as text; numbers
+    and everything else as the csv module writes them. The JSON export keeps every value."""
+    if isinstance(value, list | dict):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def nested_row(run: Run) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from backend.db.session import session_factory
 from backend.experiments import deletion
 from backend.experiments.retry import RetryRefused, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
+from backend.specs.techniques import EPOCH_FIGURES
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 Filters = Annotated[RunFilters, Depends(run_filters)]
@@ -327,7 +328,7 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
             "summary": run.summary,
             "layers": [LayerOut.model_validate(layer) for layer in run.layers],
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
-            "hit_rate_per_layer": hit_rate_per_layer(epochs),
+            "figures_per_layer": figures_per_layer(epochs),
             "attempts": [RunAttemptOut.model_validate(a) for a in attempt_history(db, run.id)],
             "training_environment": (
                 db.scalar(select(Training.environment).where(Training.id == run.training_id))
@@ -400,16 +401,23 @@ def delete_run(run_id: int, db: DbSession, user: CurrentUser) -> Response:
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-def hit_rate_per_layer(epochs: list[EpochMetric]) -> dict[str, list[float | None]]:
-    """Each layer MERCURY looked at, with its hit rate in every epoch (None where it was off)."""
-    layers = [
-        name
-        for name in dict.fromkeys(name for epoch in epochs for name in epoch.per_layer)
-        if any("reuse_on" in epoch.per_layer.get(name, {}) for epoch in epochs)
-    ]
-    return {
-        name: [epoch.per_layer.get(name, {}).get("hit_rate") for epoch in epochs] for name in layers
-    }
+def figures_per_layer(epochs: list[EpochMetric]) -> dict[str, dict[str, list[float | None]]]:
+    """Per declared epoch figure, each layer that measured it, with its value in every epoch
+    (None in an epoch where it did not: e.g. MERCURY's reuse switched off)."""
+    out: dict[str, dict[str, list[float | None]]] = {}
+    for figure in EPOCH_FIGURES:
+        layers = dict.fromkeys(
+            name
+            for epoch in epochs
+            for name, values in epoch.per_layer.items()
+            if figure.key in values
+        )
+        if layers:
+            out[figure.key] = {
+                name: [epoch.per_layer.get(name, {}).get(figure.key) for epoch in epochs]
+                for name in layers
+            }
+    return out
 
 
 @router.post("/{run_id}/cancel", response_model=RunOut)

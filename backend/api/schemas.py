@@ -1,17 +1,52 @@
-"""Response models of the REST API."""
+"""Response models of the REST API.
+
+The models of a run's, a layer-pass's and an epoch's figures are built from their declarations
+(backend/specs/figures.py and each technique's folder): a figure declared there is served here,
+under its key, with its description and unit.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, Measure
+from backend.specs.techniques import EPOCH_FIGURES
 
 T = TypeVar("T")
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(from_attributes=True)
+
+
+def _described(measure: Measure) -> str:
+    return f"{measure.description} ({measure.unit})" if measure.unit else measure.description
+
+
+def _measures_model(name: str, measures: tuple[Measure, ...], optional: bool) -> type[_Out]:
+    """A model with one field per measure (None until a run is done, where `optional`)."""
+    fields: dict[str, Any] = {
+        m.key: (m.kind | None, Field(None, description=_described(m)))
+        if optional
+        else (m.kind, Field(description=_described(m)))
+        for m in measures
+    }
+    return create_model(name, __base__=_Out, **fields)
+
+
+RunMeasuresOut = _measures_model("RunMeasuresOut", RUN_MEASURES, optional=True)
+LayerMeasuresOut = _measures_model("LayerMeasuresOut", LAYER_MEASURES, optional=False)
 
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
@@ -63,20 +98,7 @@ class ExpansionPreview(BaseModel):
     baseline_runs: int
 
 
-class RunMetrics(_Out):
-    accuracy: float | None = None
-    loss: float | None = None
-    total_cycles: int | None = None
-    compute_cycles: int | None = None
-    stall_cycles: int | None = None
-    energy_pj: float | None = None
-    macs_algorithmic: int | None = None
-    macs_actual: int | None = None
-    macs_skipped: int | None = None
-    macs_overhead: int | None = None
-    dram_bytes: int | None = None
-    speedup: float | None = None
-    energy_ratio: float | None = None
+class RunMetrics(RunMeasuresOut):  # type: ignore[misc,valid-type]
     did_not_learn: bool | None = Field(
         None, description="test accuracy below chance + the did-not-learn margin (a setting)"
     )
@@ -109,38 +131,67 @@ class RunOut(RunMetrics):
     notes: str
 
 
-class LayerOut(_Out):
+class LayerOut(LayerMeasuresOut):  # type: ignore[misc,valid-type]
     position: int
     layer: str
     training_pass: str
     role: str
-    macs_algorithmic: int
-    macs_actual: int
-    macs_skipped: int
-    macs_overhead: int
-    compute_cycles: int
-    stall_cycles: int
-    total_cycles: int
-    utilization: float
-    mapping_efficiency: float
-    dram_bytes: int
-    energy_pj: float
     details: dict[str, Any]
 
 
-class EpochOut(_Out):
+class _EpochBase(_Out):
     epoch: int
     train_loss: float | None
     train_accuracy: float | None
     test_loss: float | None
     test_accuracy: float | None
-    hit_rate: float | None
-    density_fwd: float | None
-    density_bwd: float | None
-    gp_fraction: float | None
-    cosine_similarity: float | None
     seconds: float | None
-    per_layer: dict[str, Any]
+    per_layer: dict[str, Any] = Field(description="per layer, its figures under the same keys")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spread_figures(cls, data: Any) -> Any:
+        """A stored epoch's figures (one JSON object) become fields of their own."""
+        if isinstance(data, dict):
+            return {**data, **(data.get("figures") or {})}
+        fields = {name: getattr(data, name) for name in cls.model_fields if hasattr(data, name)}
+        return {**fields, **(getattr(data, "figures", None) or {})}
+
+
+EpochOut = create_model(
+    "EpochOut",
+    __base__=_EpochBase,
+    **{
+        figure.key: (float | None, Field(None, description=figure.description))
+        for figure in EPOCH_FIGURES
+    },  # type: ignore[call-overload]
+)
+
+
+class FigureOut(BaseModel):
+    """A figure a training measures per epoch, as declared (backend/specs/figures.py and each
+    technique's folder)."""
+
+    key: str
+    label: str
+    description: str
+    percent: bool = Field(description="a fraction, shown in per cent")
+    technique: str | None = Field(description="the technique that measures it (None: every run)")
+
+
+class MeasureOut(BaseModel):
+    """A figure stored as a column of its own: per run, per layer-pass, or both."""
+
+    key: str
+    unit: str
+    description: str
+    per_run: bool
+    per_layer: bool
+
+
+class FiguresOut(BaseModel):
+    epoch: list[FigureOut]
+    measures: list[MeasureOut]
 
 
 class RunAttemptOut(_Out):
@@ -160,10 +211,10 @@ class RunDetail(RunOut):
     summary: dict[str, Any] | None
     layers: list[LayerOut]
     epochs: list[EpochOut]
-    hit_rate_per_layer: dict[str, list[float | None]] = Field(
+    figures_per_layer: dict[str, dict[str, list[float | None]]] = Field(
         default_factory=dict,
-        description="MERCURY: per layer, the share of FWD rows reused in each epoch (None: the "
-        "layer did not reuse that epoch); empty for runs without MERCURY",
+        description="per epoch figure measured per layer (e.g. MERCURY's hit_rate), each layer's "
+        "value in every epoch (None: not measured that epoch, e.g. reuse switched off)",
     )
     attempts: list[RunAttemptOut] = Field(
         default_factory=list,

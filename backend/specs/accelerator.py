@@ -3,7 +3,7 @@
 This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
 nothing but pydantic. Every field is a design-space dimension a user may sweep.
 
-An accelerator's extensions (`mercury`, `zero_skipping`, `gradient_predictor`: its fields of
+An accelerator's extensions (`mcache`, `zero_skipping`, `gradient_predictor`: its fields of
 type `HardwareExtension`) say what hardware it offers. The simulator takes a config literally and
 its result lists the extensions that were on; an experiment's run switches on only those its
 techniques use (`with_extensions`; which technique uses which is the technique table's,
@@ -81,7 +81,7 @@ class HardwareExtension(_Spec):
     enabled: bool = Field(True, description="whether the accelerator has this extension")
 
 
-class MercuryHardware(HardwareExtension):
+class McacheHardware(HardwareExtension):
     """The MCACHE that stores signatures with their computed results, and how signatures are made.
 
     The MCACHE's geometry (entries, ways) decides which vectors hit, and hits change the trained
@@ -111,12 +111,12 @@ class MercuryHardware(HardwareExtension):
     @classmethod
     def _drop_retired_fields(cls, data: object) -> object:
         """Configs stored before the MCACHE geometry moved to the training still load."""
-        if isinstance(data, dict) and RETIRED_MERCURY_FIELDS & data.keys():
-            data = {k: v for k, v in data.items() if k not in RETIRED_MERCURY_FIELDS}
+        if isinstance(data, dict) and RETIRED_MCACHE_FIELDS & data.keys():
+            data = {k: v for k, v in data.items() if k not in RETIRED_MCACHE_FIELDS}
         return data
 
 
-RETIRED_MERCURY_FIELDS = frozenset({"mcache_entries", "mcache_ways"})
+RETIRED_MCACHE_FIELDS = frozenset({"mcache_entries", "mcache_ways"})
 
 
 class ZeroSkipping(HardwareExtension):
@@ -181,7 +181,7 @@ class AcceleratorConfig(_Spec):
     clock_mhz: float = Field(500.0, gt=0, le=10_000, description="clock frequency in MHz")
     storage: OperandStorage = Field(default_factory=OperandStorage)
     energy: EnergyTable = Field(default_factory=EnergyTable)
-    mercury: MercuryHardware = Field(default_factory=MercuryHardware)
+    mcache: McacheHardware = Field(default_factory=McacheHardware)
     zero_skipping: ZeroSkipping = Field(default_factory=ZeroSkipping)
     gradient_predictor: GradientPredictorUnit = Field(default_factory=GradientPredictorUnit)
     extension_overlap: ExtensionOverlap = Field(
@@ -285,7 +285,7 @@ PRESETS: dict[str, AcceleratorConfig] = {
     ),
     "mercury-like": _paper_accelerator(
         name="mercury-like",
-        mercury=MercuryHardware(
+        mcache=McacheHardware(
             enabled=True, lookups_per_cycle=0, lookup_latency=1, projection_macs_per_cycle=0
         ),
     ),

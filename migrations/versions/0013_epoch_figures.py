@@ -4,7 +4,7 @@ it), and per-layer densities under the same keys as the epoch's (density_x -> de
 density_grad -> density_bwd)
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 Create Date: 2026-12-04
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0013"
-down_revision: str | None = "0010"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -53,7 +53,7 @@ def test_submit_stores_runs_and_queues_one_task_per_training(
                 assert run.accelerator_config["zero_skipping"]["enabled"] == (
                     run.technique == "sparsetrain"
                 )
-                assert run.accelerator_config["mercury"]["enabled"] == (run.technique == "mercury")
+                assert run.accelerator_config["mcache"]["enabled"] == (run.technique == "mercury")
 
 
 def test_preview_counts_without_storing(api: TestClient, pg_settings: Settings) -> None:

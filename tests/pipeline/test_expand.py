@@ -129,7 +129,7 @@ def test_same_baseline_hardware_adds_a_zero_skipping_baseline_per_accelerator() 
     for run in by_kind[("baseline", "same")]:
         hardware = run.accelerator_config
         assert hardware["zero_skipping"]["enabled"]  # both presets can skip zeros
-        assert not hardware["mercury"]["enabled"]
+        assert not hardware["mcache"]["enabled"]
         assert not hardware["gradient_predictor"]["enabled"]
     for run in by_kind[("baseline", "dense")]:
         assert not run.accelerator_config["zero_skipping"]["enabled"]

@@ -174,12 +174,14 @@ def test_a_run_that_did_not_learn_is_flagged_and_hit_rates_are_shown(
         assert (run["accuracy"] >= 0.2) == learned  # chance 0.1 + margin 0.1
     mercury = next(r for r in runs if r["technique"] == "mercury")
     detail = api.get(f"/api/v1/runs/{mercury['id']}").json()
-    hit_rates = detail["hit_rate_per_layer"]
-    assert set(hit_rates) == {"1", "3", "5"}  # the MLP's three linear layers
-    assert hit_rates["5"] == [None, None]  # the classifier is not reused
+    hit_rates = detail["figures_per_layer"]["hit_rate"]
+    assert set(hit_rates) == {"1", "3"}  # the MLP's linear layers but the classifier
     assert all(len(v) == 2 and v[0] is not None and 0 <= v[0] <= 1 for v in [hit_rates["1"]])
+    assert set(detail["figures_per_layer"]["density_bwd"]) == {"1", "3", "5"}
+    assert all(0 <= epoch["hit_rate"] <= 1 for epoch in detail["epochs"])
     baseline = next(r for r in runs if r["technique"] == "baseline")
-    assert api.get(f"/api/v1/runs/{baseline['id']}").json()["hit_rate_per_layer"] == {}
+    base_figures = api.get(f"/api/v1/runs/{baseline['id']}").json()["figures_per_layer"]
+    assert "hit_rate" not in base_figures and "density_fwd" in base_figures
 
 
 def test_run_detail_names_what_its_training_ran_with(

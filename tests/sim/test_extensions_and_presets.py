@@ -14,7 +14,7 @@ from backend.specs.accelerator import (
     EXTENSIONS,
     PRESETS,
     AcceleratorConfig,
-    MercuryHardware,
+    McacheHardware,
 )
 from backend.specs.techniques import accelerator_for
 from tests.sim.strategies import accelerators, dims
@@ -66,7 +66,7 @@ def extension_accelerators(draw: st.DrawFn) -> AcceleratorConfig:
     return base.model_copy(
         update={
             "dataflow": draw(st.sampled_from(["os", "ws", "is", "row"])),
-            "mercury": MercuryHardware(
+            "mcache": McacheHardware(
                 enabled=draw(st.booleans()),
                 lookups_per_cycle=draw(st.integers(0, 8)),
                 lookup_latency=draw(st.integers(0, 8)),
@@ -103,7 +103,7 @@ def test_overlap_never_makes_an_extension_cost_more_than_serial(workload, accel)
 
 
 def test_lookups_and_pruning_hide_behind_the_array_up_to_their_fill() -> None:
-    accel = AcceleratorConfig(rows=16, cols=16, mercury=MercuryHardware(lookup_latency=3))
+    accel = AcceleratorConfig(rows=16, cols=16, mcache=McacheHardware(lookup_latency=3))
     op = GemmOp(
         layer="l", pass_=TrainingPass.FWD, m=128, k=64, n=32, executions=1,
         extra_ops={"mcache_lookups": 128.0, "compares": 64.0, "weight_updates": 33.0},
@@ -114,7 +114,7 @@ def test_lookups_and_pruning_hide_behind_the_array_up_to_their_fill() -> None:
     assert row.extension_cycles == 8 + 3 + 4 + 3
     assert row.exposed_extension_cycles == 3 + 1 + 3  # latency, the last output's unit, updates
     # Lookups that outlast the array are exposed beyond it.
-    slow = accel.model_copy(update={"mercury": MercuryHardware(lookups_per_cycle=1)})
+    slow = accel.model_copy(update={"mcache": McacheHardware(lookups_per_cycle=1)})
     many = GemmOp(
         layer="l", pass_=TrainingPass.FWD, m=128, k=64, n=32, executions=1,
         extra_ops={"mcache_lookups": 5000.0},
@@ -142,7 +142,7 @@ def test_the_projection_reads_the_fwd_stream_and_overlaps_on_its_own_unit() -> N
     assert fused_row.macs_overhead == 2 * 256 * 75 * 16
 
     rate = 64
-    unit = on_array.model_copy(update={"mercury": MercuryHardware(projection_macs_per_cycle=rate)})
+    unit = on_array.model_copy(update={"mcache": McacheHardware(projection_macs_per_cycle=rate)})
     rows = simulate(_workload(fwd, signature), unit).layers
     busy = -(-(256 * 75 * 16) // rate)
     assert rows[1].array_cycles == 0 and rows[1].dram_reads == 0
@@ -196,8 +196,8 @@ def test_presets_offer_their_papers_extensions_and_the_generic_ones_offer_all() 
         assert PRESETS[name].extensions_on == EXTENSIONS
     assert PRESETS["sparsetrain-like"].extensions_on == ("zero_skipping",)
     assert PRESETS["sparsetrain-like"].dataflow == "row"
-    assert PRESETS["mercury-like"].extensions_on == ("mercury",)
-    assert PRESETS["mercury-like"].mercury.lookups_per_cycle == 0  # one port per PE row
+    assert PRESETS["mercury-like"].extensions_on == ("mcache",)
+    assert PRESETS["mercury-like"].mcache.lookups_per_cycle == 0  # one port per PE row
     assert PRESETS["adagp-like"].extensions_on == ("gradient_predictor",)
 
 
@@ -206,8 +206,8 @@ def test_results_say_which_extensions_were_on() -> None:
     plain = PRESETS["edge"].with_extensions(frozenset())
     assert simulate(_workload(op), plain).extensions == ()
     result = simulate(_workload(op), PRESETS["mercury-like"])
-    assert result.extensions == ("mercury",)
-    assert result.to_dict()["extensions"] == ["mercury"]
+    assert result.extensions == ("mcache",)
+    assert result.to_dict()["extensions"] == ["mcache"]
 
 
 def test_orrery_simulate_runs_the_plain_preset_and_says_so() -> None:
@@ -224,10 +224,10 @@ def test_orrery_simulate_runs_the_plain_preset_and_says_so() -> None:
 
 def test_accelerators_stored_with_the_retired_mcache_geometry_still_load() -> None:
     stored = PRESETS["edge"].model_dump()
-    stored["mercury"] |= {"mcache_entries": 2048, "mcache_ways": 8}
+    stored["mcache"] |= {"mcache_entries": 2048, "mcache_ways": 8}
     loaded = AcceleratorConfig.model_validate(stored)
     assert loaded == PRESETS["edge"]
-    assert "mcache_entries" not in loaded.model_dump()["mercury"]
-    stored["mercury"]["mcache_colour"] = "blue"
+    assert "mcache_entries" not in loaded.model_dump()["mcache"]
+    stored["mcache"]["mcache_colour"] = "blue"
     with pytest.raises(ValueError, match="mcache_colour"):
         AcceleratorConfig.model_validate(stored)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from backend.specs.accelerator import (
     AcceleratorConfig,
     GradientPredictorUnit,
-    MercuryHardware,
+    McacheHardware,
     ZeroSkipping,
 )
 from tests.sim.strategies import accelerators, dims
@@ -117,7 +117,7 @@ def test_weight_stationary_skips_only_all_zero_input_rows() -> None:
 def test_mercury_reuse_needs_an_mcache(accel, m, k, n, reused) -> None:
     op = _op(m, k, n, reused_row_fraction=reused)
     with_cache = _row(op, accel)
-    no_cache = _row(op, accel.model_copy(update={"mercury": MercuryHardware(enabled=False)}))
+    no_cache = _row(op, accel.model_copy(update={"mcache": McacheHardware(enabled=False)}))
     dense = _row(_op(m, k, n), accel)
     assert no_cache.compute_cycles == dense.compute_cycles
     assert with_cache.compute_cycles <= dense.compute_cycles
@@ -142,7 +142,7 @@ def test_overhead_gemms_and_extra_ops_add_cost_not_algorithmic_work() -> None:
     accel = AcceleratorConfig(
         rows=16,
         cols=16,
-        mercury=MercuryHardware(lookups_per_cycle=2, lookup_latency=3),
+        mcache=McacheHardware(lookups_per_cycle=2, lookup_latency=3),
         extension_overlap="serial",
     )
     compute = _op(128, 64, 32, extra_ops={"mcache_lookups": 128.0, "compares": 64.0})
@@ -155,7 +155,7 @@ def test_overhead_gemms_and_extra_ops_add_cost_not_algorithmic_work() -> None:
     )  # fmt: skip
     rows = simulate(_workload(compute, signature, predictor), accel).layers
     bare = _row(_op(128, 64, 32), accel)
-    lookup_cycles = 128 // accel.mercury.lookups_per_cycle + accel.mercury.lookup_latency
+    lookup_cycles = 128 // accel.mcache.lookups_per_cycle + accel.mcache.lookup_latency
     assert rows[0].compute_cycles == bare.compute_cycles + lookup_cycles + 64 // 16
     assert rows[1].macs_overhead == 128 * 64 * 16 and rows[1].macs_algorithmic == 0
     per_cycle = accel.gradient_predictor.macs_per_cycle

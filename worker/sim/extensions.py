@@ -3,7 +3,7 @@ the array's time hides.
 
 The workload says what the techniques did; the accelerator says whether it has the hardware:
 
-- MERCURY needs an MCACHE. Without one (`mercury.enabled` false) nothing is reused: reused rows
+- MERCURY needs an MCACHE. Without one (`mcache.enabled` false) nothing is reused: reused rows
   and folded k are computed densely and no lookups happen. With one, each execution performs
   `extra_ops["mcache_lookups"]` lookups on `lookups_per_cycle` ports (0: one per PE row, each row
   looking up the vector it computes next): ceil(lookups / ports) busy cycles, plus

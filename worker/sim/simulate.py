@@ -33,11 +33,17 @@ Per execution of one GEMM (all `groups` run back to back):
 
 The accelerator is taken as given; each result lists the extensions that were on
 (`SimulationResult.extensions`).
+
+simulate_many runs in phases that share one _Sweep (the GEMMs, the accelerators' fields, and per
+pair the reduced GEMM and the unit it runs on; built by _place): mapping onto the array
+(_map_onto_array), sparsity (_skip_zeros), extension units (_extension_units), traffic
+(_traffic), energy (_energy), then the training's columns (_training_columns).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -45,6 +51,7 @@ from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig
 from worker.sim.conv_traffic import tensor_traffic_notes, with_tensor_traffic
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import (
+    ExtraOpCounts,
     UnitCycles,
     column_unit_cycles,
     count_extra_ops,
@@ -59,7 +66,15 @@ from worker.sim.row_dataflow import (
     map_rows,
     task_space,
 )
-from worker.sim.systolic import DATAFLOW_CODES, OS, ROW, ArrayMapping, dense_compute, map_gemm
+from worker.sim.systolic import (
+    DATAFLOW_CODES,
+    OS,
+    ROW,
+    ArrayMapping,
+    DenseCompute,
+    dense_compute,
+    map_gemm,
+)
 from worker.sim.workload import GemmOp, Workload
 from worker.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
 
@@ -167,17 +182,57 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         return []
     if not workload.ops:
         return [_result(workload, accel, {}) for accel in accels]
+    sweep = _place(workload, accels)
+    array = _skip_zeros(sweep, _map_onto_array(sweep))
+    units = _extension_units(sweep, array)
+    traffic = _traffic(sweep, array)
+    energy = _energy(sweep, array, units, traffic)
+    return _results(sweep, _training_columns(sweep, array, units, traffic, energy))
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """One workload on many accelerators, as every phase of simulate_many reads it: the GEMMs as
+    (1, L) rows, the accelerators' fields as (P, 1) columns, and per (accelerator, GEMM), as
+    (P, L) arrays, the GEMM left after MERCURY's reductions and where it runs."""
+
+    workload: Workload
+    accels: list[AcceleratorConfig]
+    ops: _Ops
+    cfg: dict[str, np.ndarray]  # the _CONFIG_FIELDS, by dotted name
+    rows: np.ndarray
+    cols: np.ndarray
+    gemm_df: np.ndarray  # the systolic dataflow GEMMs map with ("row" maps them as os)
+    has_mcache: np.ndarray
+    skips_zeros: np.ndarray
+    has_predictor: np.ndarray
+    projection_rate: np.ndarray
+    overlapped: np.ndarray
+    m: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    runs: np.ndarray  # some work is left after the reductions
+    on_predictor: np.ndarray
+    on_projector: np.ndarray
+    on_unit: np.ndarray  # on the predictor or the projection unit
+    on_array: np.ndarray
+    by_rows: np.ndarray  # a convolution on the 1-D row dataflow
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """(accelerators, GEMMs)"""
+        return self.m.shape
+
+
+def _place(workload: Workload, accels: list[AcceleratorConfig]) -> _Sweep:
+    """The GEMM each accelerator runs after MERCURY's reductions, and on which unit."""
     ops = _op_arrays(workload)
     cfg = {name: _config_column(accels, name) for name in _CONFIG_FIELDS}
-    rows, cols = cfg["rows"].astype(np.int64), cfg["cols"].astype(np.int64)
     df = np.asarray([DATAFLOW_CODES[a.dataflow] for a in accels]).reshape(-1, 1)
-    has_mcache = cfg["mercury.enabled"].astype(bool)
-    skips_zeros = cfg["zero_skipping.enabled"].astype(bool)
+    has_mcache = cfg["mcache.enabled"].astype(bool)
     has_predictor = cfg["gradient_predictor.enabled"].astype(bool)
-    projection_rate = cfg["mercury.projection_macs_per_cycle"]
+    projection_rate = cfg["mcache.projection_macs_per_cycle"]
     has_projector = has_mcache & (projection_rate > 0)
-    overlapped = np.asarray([a.extension_overlap == "overlapped" for a in accels]).reshape(-1, 1)
-
     m = np.where(has_mcache, np.ceil(ops.m * (1.0 - ops.reused) - 1e-9), ops.m).astype(np.int64)
     k = np.where(has_mcache, np.ceil(ops.k * ops.folded - 1e-9), ops.k).astype(np.int64)
     n = np.broadcast_to(ops.n, m.shape)
@@ -185,151 +240,92 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
     on_predictor = ops.on_predictor & has_predictor
     on_projector = ops.on_projection & has_projector
     on_unit = on_predictor | on_projector
-    on_array = runs & ~on_unit
-    # The row dataflow runs convolutions as 1-D rows; everything else maps as output stationary.
-    by_rows = (df == ROW) & ops.is_conv
-    gemm_df = np.where(df == ROW, OS, df)
+    return _Sweep(
+        workload=workload,
+        accels=accels,
+        ops=ops,
+        cfg=cfg,
+        rows=cfg["rows"].astype(np.int64),
+        cols=cfg["cols"].astype(np.int64),
+        gemm_df=np.where(df == ROW, OS, df),
+        has_mcache=has_mcache,
+        skips_zeros=cfg["zero_skipping.enabled"].astype(bool),
+        has_predictor=has_predictor,
+        projection_rate=projection_rate,
+        overlapped=np.asarray([a.extension_overlap == "overlapped" for a in accels]).reshape(-1, 1),
+        m=m,
+        k=k,
+        n=n,
+        runs=runs,
+        on_predictor=on_predictor,
+        on_projector=on_projector,
+        on_unit=on_unit,
+        on_array=runs & ~on_unit,
+        # The row dataflow runs convolutions as 1-D rows; everything else maps as output
+        # stationary.
+        by_rows=(df == ROW) & ops.is_conv,
+    )
 
-    mapping = map_gemm(m, k, n, rows, cols, gemm_df)
-    dense = dense_compute(m, k, n, rows, cols, gemm_df)
+
+@dataclass(frozen=True)
+class _ArrayWork:
+    """The GEMMs on the PE array: how they map, their cycles and the share of MACs done."""
+
+    mapping: ArrayMapping
+    dense: DenseCompute
+    row_map: RowMapping
+    kept: np.ndarray  # the share of the GEMM's m * k left after MERCURY's reductions
+    cycles: np.ndarray  # of one group; 0 where the GEMM is not on the array
+    efficiency: np.ndarray
+    mac_fraction: np.ndarray  # of the effective MACs, the ones zero-skipping does not gate
+    effective_macs: np.ndarray  # of the reduced GEMM, all groups, wherever it runs
+    groups: np.ndarray
+
+    @cached_property
+    def time(self) -> np.ndarray:
+        """Array cycles per execution, all groups."""
+        return self.cycles * self.groups
+
+    @cached_property
+    def macs_done(self) -> np.ndarray:
+        return self.effective_macs * self.mac_fraction
+
+
+def _map_onto_array(s: _Sweep) -> _ArrayWork:
+    """Dense array cycles: SCALE-Sim's on the systolic dataflows, the row dataflow's for
+    convolutions on it."""
+    ops = s.ops
+    m, k, n = s.m, s.k, s.n
+    mapping = map_gemm(m, k, n, s.rows, s.cols, s.gemm_df)
+    dense = dense_compute(m, k, n, s.rows, s.cols, s.gemm_df)
     lanes, kernel_rows, columns, steps, products = ops.row_space
-    row_map = map_rows(lanes, kernel_rows, columns, rows, cols)
+    row_map = map_rows(lanes, kernel_rows, columns, s.rows, s.cols)
     kept = np.divide(m * k, ops.m * ops.k, out=np.ones(m.shape), where=ops.m * ops.k > 0)
-    cycles = np.where(by_rows, dense_row_cycles(steps, products, row_map, kept), dense.cycles)
-    array_cycles = np.where(on_array, cycles, 0).astype(np.float64)
-    efficiency = np.where(by_rows, row_map.mapping_efficiency, dense.mapping_efficiency)
-    mac_fraction = np.ones(m.shape)
-    sparse = on_array & ops.sparse & skips_zeros
-    if sparse.any():
-        mac_fraction = np.where(sparse, gated_mac_fraction(ops.density_a, ops.density_b), 1.0)
-        _sparse_rows(workload, sparse & by_rows, array_cycles, rows, cols, row_map, kept)
-        _sparse_gemms(workload, ops, sparse & ~by_rows, array_cycles, m, k, n, rows, cols,
-                      gemm_df, mapping)  # fmt: skip
+    cycles = np.where(s.by_rows, dense_row_cycles(steps, products, row_map, kept), dense.cycles)
+    return _ArrayWork(
+        mapping=mapping,
+        dense=dense,
+        row_map=row_map,
+        kept=kept,
+        cycles=np.where(s.on_array, cycles, 0).astype(np.float64),
+        efficiency=np.where(s.by_rows, row_map.mapping_efficiency, dense.mapping_efficiency),
+        mac_fraction=np.ones(m.shape),
+        effective_macs=np.where(s.runs, m * k * n, 0) * ops.groups,
+        groups=ops.groups,
+    )
 
-    g = ops.groups
-    effective_macs = np.where(runs, m * k * n, 0) * g
-    macs_done = effective_macs * mac_fraction
-    array_time = array_cycles * g  # per execution, all groups
-    extra = count_extra_ops([op.extra_ops for op in workload.ops])
-    lookups = extra.mcache_lookups.reshape(1, -1)
-    updates = extra.weight_updates.reshape(1, -1)
-    own_unit = np.where(
-        on_predictor & runs,
-        np.ceil(effective_macs / cfg["gradient_predictor.macs_per_cycle"]),
-        np.where(on_projector & runs, np.ceil(effective_macs / np.maximum(projection_rate, 1)), 0),
-    )
-    units = UnitCycles(
-        lookups=mcache_lookup_cycles(lookups, has_mcache, cfg["mercury.lookups_per_cycle"], rows),
-        lookup_latency=np.where(has_mcache & (lookups > 0), cfg["mercury.lookup_latency"], 0.0),
-        column_units=column_unit_cycles(extra.alu_ops.reshape(1, -1) - updates, cols),
-        weight_updates=column_unit_cycles(updates, cols),
-        own_unit=own_unit,
-        own_unit_overlaps=on_projector,
-    )
-    feeder_time = np.where(ops.feeder >= 0, array_time[:, np.maximum(ops.feeder[0], 0)], 0.0)
-    extension_cycles = np.broadcast_to(units.busy, m.shape)
-    exposed_extension = units.exposed(array_time, feeder_time, overlapped)
 
-    word_capacity = {name: cfg[f"{name}_sram_kib"] * 1024 // cfg["word_bytes"] for name in OPERANDS}
-    traffic = dram_traffic(
-        m, k, n, mapping, rows, cols, gemm_df,
-        word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
-    )  # fmt: skip
-    tensor = np.asarray([a.conv_operand_traffic == "tensor" for a in accels]).reshape(-1, 1)
-    if tensor.any():
-        halves = {name: words // 2 for name, words in word_capacity.items()}
-        traffic = with_tensor_traffic(
-            traffic, workload.ops, tensor, on_array, gemm_df, rows, cols, halves
-        )
-    # A GEMM fed by another's input stream (MERCURY's projection) reads no A from DRAM.
-    fused = ops.feeder >= 0
-    traffic = replace(traffic, ifmap_reads=np.where(fused, 0.0, traffic.ifmap_reads))
-    per_element = stored_words_per_element(accels, workload.ops)
-    if per_element is not None:
-        traffic = traffic.stored(per_element)
-    stalls = np.where(on_array, stall_cycles(traffic, array_cycles, cfg["dram_bandwidth"]), 0)
-
-    dram_reads = {
-        "ifmap": np.where(on_array, traffic.ifmap_reads, 0) * g,
-        "filter": np.where(on_array, traffic.filter_reads, 0) * g,
-        "ofmap": np.where(on_array, traffic.ofmap_reads, 0) * g,
-    }
-    dram_writes = {
-        "ifmap": np.zeros(m.shape),
-        "filter": np.zeros(m.shape),
-        "ofmap": np.where(on_array, traffic.ofmap_writes, 0) * g,
-    }
-    a_words, b_words, c_words = m * k * g, k * n * g, m * n * g
-    unit_a_words = np.where(on_projector, 0, a_words)  # the projection shares the FWD stream
-    sram_reads = {
-        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_unit, unit_a_words, 0)),
-        "filter": np.where(on_array, dense.filter_reads * g, np.where(on_unit, b_words, 0)),
-        "ofmap": dram_writes["ofmap"],
-    }
-    sram_writes = {
-        "ifmap": dram_reads["ifmap"],
-        "filter": dram_reads["filter"],
-        "ofmap": np.where(on_array, dense.ofmap_writes * g, np.where(on_unit, c_words, 0))
-        + dram_reads["ofmap"],
-    }
-    if per_element is not None:  # the array reads A and B in their stored format
-        sram_reads["ifmap"] = sram_reads["ifmap"] * per_element["ifmap"]
-        sram_reads["filter"] = sram_reads["filter"] * per_element["filter"]
-    for name in OPERANDS:
-        sram_reads[name] = np.where(runs, sram_reads[name], 0)
-        sram_writes[name] = np.where(runs, sram_writes[name], 0)
-
-    energy = energy_columns(
-        accels, macs_done, sram_reads, sram_writes, dram_reads, dram_writes, extra, has_mcache
-    )
-    compute_cycles = array_time + exposed_extension
-    total_cycles = compute_cycles + stalls * g
-    array_macs = np.where(on_array, macs_done, 0)
-    per_execution = {
-        "macs_done_compute": np.where(ops.is_compute, macs_done, 0),
-        "macs_overhead": np.where(ops.is_compute, 0, macs_done),
-        "compute_cycles": compute_cycles,
-        "extension_cycles": extension_cycles,
-        "exposed_extension_cycles": exposed_extension,
-        "stall_cycles": stalls * g,
-        "total_cycles": total_cycles,
-        "array_cycles": array_time,
-        "array_macs": array_macs,
-        "mapped_pe_cycles": np.where(on_array, efficiency, 0) * array_time,
-        "dram_bytes": sum(dram_reads.values()) + sum(dram_writes.values()),
-        **{f"sram_reads_{o}": sram_reads[o] for o in OPERANDS},
-        **{f"sram_writes_{o}": sram_writes[o] for o in OPERANDS},
-        **{f"dram_reads_{o}": dram_reads[o] for o in OPERANDS},
-        **{f"dram_writes_{o}": dram_writes[o] for o in OPERANDS},
-        **energy.as_columns(),
-    }
-    training = {name: values * ops.executions for name, values in per_execution.items()}
-    training["dram_bytes"] = training["dram_bytes"] * cfg["word_bytes"]
-    algorithmic = ops.m * ops.k * ops.n * ops.groups * ops.baseline_executions
-    training["macs_algorithmic"] = np.broadcast_to(algorithmic, m.shape)
-    training["macs_actual"] = training.pop("macs_done_compute")
-    training["macs_skipped"] = training["macs_algorithmic"] - training["macs_actual"]
-    pes = (rows * cols).astype(np.float64)
-    cycles = training["total_cycles"]
-    training["utilization"] = np.divide(
-        training["array_macs"], pes * cycles, out=np.zeros(m.shape), where=cycles > 0
-    )
-    array_total = training["array_cycles"]
-    training["mapping_efficiency"] = np.divide(
-        training["mapped_pe_cycles"], array_total, out=np.zeros(m.shape), where=array_total > 0
-    )
-    labels = _labels(workload)
-    switched_on = np.concatenate([has_mcache, skips_zeros, has_predictor], axis=1).tolist()
-    return [
-        _result(
-            workload,
-            accel,
-            {name: values[p] for name, values in training.items()},
-            labels,
-            tuple(name for name, on in zip(EXTENSIONS, switched_on[p], strict=True) if on),
-        )
-        for p, accel in enumerate(accels)
-    ]
+def _skip_zeros(s: _Sweep, array: _ArrayWork) -> _ArrayWork:
+    """The array work with zero-skipping's cycles and gated MACs where the accelerator skips
+    zeros and an operand is sparse."""
+    sparse = s.on_array & s.ops.sparse & s.skips_zeros
+    if not sparse.any():
+        return array
+    cycles = array.cycles.copy()
+    _sparse_rows(s, array, sparse & s.by_rows, cycles)
+    _sparse_gemms(s, array, sparse & ~s.by_rows, cycles)
+    mac_fraction = np.where(sparse, gated_mac_fraction(s.ops.density_a, s.ops.density_b), 1.0)
+    return replace(array, cycles=cycles, mac_fraction=mac_fraction)
 
 
 def _group(columns: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
@@ -345,60 +341,226 @@ def _group(columns: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
     return keys, inverse.reshape(-1)
 
 
-def _sparse_rows(
-    workload: Workload,
-    pairs: np.ndarray,
-    array_cycles: np.ndarray,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    row_map: RowMapping,
-    kept: np.ndarray,
-) -> None:
-    """Array cycles of sparse convolutions on the row dataflow, one closed form per (GEMM,
-    array shape)."""
+def _sparse_rows(s: _Sweep, array: _ArrayWork, pairs: np.ndarray, cycles: np.ndarray) -> None:
+    """Into `cycles`: the array cycles of sparse convolutions on the row dataflow, one closed
+    form per (GEMM, array shape)."""
     p, i = np.nonzero(pairs)
     if not len(p):
         return
-    keys, inverse = _group([i, rows[p, 0], cols[p, 0]])
+    keys, inverse = _group([i, s.rows[p, 0], s.cols[p, 0]])
     work: dict[int, SparseRows] = {}
     steps = np.empty(len(keys))
     for index, (op_index, r, c) in enumerate(keys):
         if op_index not in work:
-            work[op_index] = SparseRows(workload.ops[op_index])
+            work[op_index] = SparseRows(s.workload.ops[op_index])
         steps[index] = work[op_index].step_cycles(r, c)
+    row_map = array.row_map
     fill = row_map.row_folds * row_map.col_folds * row_map.fill_drain
-    array_cycles[p, i] = steps[inverse] * kept[p, i] + fill[p, i] - 1
+    cycles[p, i] = steps[inverse] * array.kept[p, i] + fill[p, i] - 1
 
 
-def _sparse_gemms(
-    workload: Workload,
-    ops: _Ops,
-    pairs: np.ndarray,
-    array_cycles: np.ndarray,
-    m: np.ndarray,
-    k: np.ndarray,
-    n: np.ndarray,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    df: np.ndarray,
-    mapping: ArrayMapping,
-) -> None:
-    """Array cycles of sparse GEMMs on the systolic dataflows: the lane steps once per (GEMM,
-    effective shape, lane tile, dataflow), times the folds of the other dimension."""
+def _sparse_gemms(s: _Sweep, array: _ArrayWork, pairs: np.ndarray, cycles: np.ndarray) -> None:
+    """Into `cycles`: the array cycles of sparse GEMMs on the systolic dataflows, the lane steps
+    once per (GEMM, effective shape, lane tile, dataflow), times the folds of the other
+    dimension."""
     p, i = np.nonzero(pairs)
     if not len(p):
         return
-    skip_a = (ops.density_a <= ops.density_b)[0, i]
-    flow = df[p, 0]
-    tile = np.where(lane_tile_is_rows(flow, skip_a), rows[p, 0], cols[p, 0])
-    keys, inverse = _group([i, m[p, i], k[p, i], n[p, i], tile, flow])
+    m, k, n = s.m[p, i], s.k[p, i], s.n[p, i]
+    rows, cols = s.rows[p, 0], s.cols[p, 0]
+    skip_a = (s.ops.density_a <= s.ops.density_b)[0, i]
+    flow = s.gemm_df[p, 0]
+    tile = np.where(lane_tile_is_rows(flow, skip_a), rows, cols)
+    keys, inverse = _group([i, m, k, n, tile, flow])
     memo: dict = {}
     steps = np.array(
-        [lane_steps(workload.ops[o], mm, kk, nn, t, f, memo) for o, mm, kk, nn, t, f in keys]
+        [lane_steps(s.workload.ops[o], mm, kk, nn, t, f, memo) for o, mm, kk, nn, t, f in keys]
     )
-    repeats = other_folds(m[p, i], n[p, i], rows[p, 0], cols[p, 0], flow, skip_a)
+    repeats = other_folds(m, n, rows, cols, flow, skip_a)
+    mapping = array.mapping
     fill = mapping.row_folds * mapping.col_folds * mapping.fill_drain
-    array_cycles[p, i] = steps[inverse] * repeats + fill[p, i] - 1
+    cycles[p, i] = steps[inverse] * repeats + fill[p, i] - 1
+
+
+@dataclass(frozen=True)
+class _UnitWork:
+    """The extension units' work per execution: busy cycles, and those the array does not hide."""
+
+    extra: ExtraOpCounts
+    busy: np.ndarray
+    exposed: np.ndarray
+
+
+def _extension_units(s: _Sweep, array: _ArrayWork) -> _UnitWork:
+    cfg, ops = s.cfg, s.ops
+    extra = count_extra_ops([op.extra_ops for op in s.workload.ops])
+    lookups = extra.mcache_lookups.reshape(1, -1)
+    updates = extra.weight_updates.reshape(1, -1)
+    effective_macs = array.effective_macs
+    own_unit = np.where(
+        s.on_predictor & s.runs,
+        np.ceil(effective_macs / cfg["gradient_predictor.macs_per_cycle"]),
+        np.where(
+            s.on_projector & s.runs,
+            np.ceil(effective_macs / np.maximum(s.projection_rate, 1)),
+            0,
+        ),
+    )
+    units = UnitCycles(
+        lookups=mcache_lookup_cycles(
+            lookups, s.has_mcache, cfg["mcache.lookups_per_cycle"], s.rows
+        ),
+        lookup_latency=np.where(s.has_mcache & (lookups > 0), cfg["mcache.lookup_latency"], 0.0),
+        column_units=column_unit_cycles(extra.alu_ops.reshape(1, -1) - updates, s.cols),
+        weight_updates=column_unit_cycles(updates, s.cols),
+        own_unit=own_unit,
+        own_unit_overlaps=s.on_projector,
+    )
+    feeder_time = np.where(ops.feeder >= 0, array.time[:, np.maximum(ops.feeder[0], 0)], 0.0)
+    return _UnitWork(
+        extra=extra,
+        busy=np.broadcast_to(units.busy, s.shape),
+        exposed=units.exposed(array.time, feeder_time, s.overlapped),
+    )
+
+
+@dataclass(frozen=True)
+class _Traffic:
+    """Words moved per execution, all groups, by operand; stall cycles of one group."""
+
+    dram_reads: dict[str, np.ndarray]
+    dram_writes: dict[str, np.ndarray]
+    sram_reads: dict[str, np.ndarray]
+    sram_writes: dict[str, np.ndarray]
+    stalls: np.ndarray
+
+
+def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
+    cfg, g, on_array = s.cfg, s.ops.groups, s.on_array
+    m, k, n = s.m, s.k, s.n
+    word_capacity = {name: cfg[f"{name}_sram_kib"] * 1024 // cfg["word_bytes"] for name in OPERANDS}
+    traffic = dram_traffic(
+        m, k, n, array.mapping, s.rows, s.cols, s.gemm_df,
+        word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
+    )  # fmt: skip
+    tensor = np.asarray([a.conv_operand_traffic == "tensor" for a in s.accels]).reshape(-1, 1)
+    if tensor.any():
+        halves = {name: words // 2 for name, words in word_capacity.items()}
+        traffic = with_tensor_traffic(
+            traffic, s.workload.ops, tensor, on_array, s.gemm_df, s.rows, s.cols, halves
+        )
+    # A GEMM fed by another's input stream (MERCURY's projection) reads no A from DRAM.
+    fused = s.ops.feeder >= 0
+    traffic = replace(traffic, ifmap_reads=np.where(fused, 0.0, traffic.ifmap_reads))
+    per_element = stored_words_per_element(s.accels, s.workload.ops)
+    if per_element is not None:
+        traffic = traffic.stored(per_element)
+    stalls = np.where(on_array, stall_cycles(traffic, array.cycles, cfg["dram_bandwidth"]), 0)
+
+    dram_reads = {
+        "ifmap": np.where(on_array, traffic.ifmap_reads, 0) * g,
+        "filter": np.where(on_array, traffic.filter_reads, 0) * g,
+        "ofmap": np.where(on_array, traffic.ofmap_reads, 0) * g,
+    }
+    dram_writes = {
+        "ifmap": np.zeros(s.shape),
+        "filter": np.zeros(s.shape),
+        "ofmap": np.where(on_array, traffic.ofmap_writes, 0) * g,
+    }
+    a_words, b_words, c_words = m * k * g, k * n * g, m * n * g
+    unit_a_words = np.where(s.on_projector, 0, a_words)  # the projection shares the FWD stream
+    dense, on_unit = array.dense, s.on_unit
+    sram_reads = {
+        "ifmap": np.where(on_array, dense.ifmap_reads * g, np.where(on_unit, unit_a_words, 0)),
+        "filter": np.where(on_array, dense.filter_reads * g, np.where(on_unit, b_words, 0)),
+        "ofmap": dram_writes["ofmap"],
+    }
+    sram_writes = {
+        "ifmap": dram_reads["ifmap"],
+        "filter": dram_reads["filter"],
+        "ofmap": np.where(on_array, dense.ofmap_writes * g, np.where(on_unit, c_words, 0))
+        + dram_reads["ofmap"],
+    }
+    if per_element is not None:  # the array reads A and B in their stored format
+        sram_reads["ifmap"] = sram_reads["ifmap"] * per_element["ifmap"]
+        sram_reads["filter"] = sram_reads["filter"] * per_element["filter"]
+    for name in OPERANDS:
+        sram_reads[name] = np.where(s.runs, sram_reads[name], 0)
+        sram_writes[name] = np.where(s.runs, sram_writes[name], 0)
+    return _Traffic(dram_reads, dram_writes, sram_reads, sram_writes, stalls)
+
+
+def _energy(s: _Sweep, array: _ArrayWork, units: _UnitWork, traffic: _Traffic) -> EnergyColumns:
+    return energy_columns(
+        s.accels,
+        array.macs_done,
+        traffic.sram_reads,
+        traffic.sram_writes,
+        traffic.dram_reads,
+        traffic.dram_writes,
+        units.extra,
+        s.has_mcache,
+    )
+
+
+def _training_columns(
+    s: _Sweep, array: _ArrayWork, units: _UnitWork, traffic: _Traffic, energy: EnergyColumns
+) -> dict[str, np.ndarray]:
+    """Every result column, per (accelerator, GEMM), over the whole training."""
+    ops, g, macs_done = s.ops, s.ops.groups, array.macs_done
+    compute_cycles = array.time + units.exposed
+    total_cycles = compute_cycles + traffic.stalls * g
+    array_macs = np.where(s.on_array, macs_done, 0)
+    dram_reads, dram_writes = traffic.dram_reads, traffic.dram_writes
+    per_execution = {
+        "macs_done_compute": np.where(ops.is_compute, macs_done, 0),
+        "macs_overhead": np.where(ops.is_compute, 0, macs_done),
+        "compute_cycles": compute_cycles,
+        "extension_cycles": units.busy,
+        "exposed_extension_cycles": units.exposed,
+        "stall_cycles": traffic.stalls * g,
+        "total_cycles": total_cycles,
+        "array_cycles": array.time,
+        "array_macs": array_macs,
+        "mapped_pe_cycles": np.where(s.on_array, array.efficiency, 0) * array.time,
+        "dram_bytes": sum(dram_reads.values()) + sum(dram_writes.values()),
+        **{f"sram_reads_{o}": traffic.sram_reads[o] for o in OPERANDS},
+        **{f"sram_writes_{o}": traffic.sram_writes[o] for o in OPERANDS},
+        **{f"dram_reads_{o}": dram_reads[o] for o in OPERANDS},
+        **{f"dram_writes_{o}": dram_writes[o] for o in OPERANDS},
+        **energy.as_columns(),
+    }
+    training = {name: values * ops.executions for name, values in per_execution.items()}
+    training["dram_bytes"] = training["dram_bytes"] * s.cfg["word_bytes"]
+    algorithmic = ops.m * ops.k * ops.n * ops.groups * ops.baseline_executions
+    training["macs_algorithmic"] = np.broadcast_to(algorithmic, s.shape)
+    training["macs_actual"] = training.pop("macs_done_compute")
+    training["macs_skipped"] = training["macs_algorithmic"] - training["macs_actual"]
+    pes = (s.rows * s.cols).astype(np.float64)
+    cycles = training["total_cycles"]
+    training["utilization"] = np.divide(
+        training["array_macs"], pes * cycles, out=np.zeros(s.shape), where=cycles > 0
+    )
+    array_total = training["array_cycles"]
+    training["mapping_efficiency"] = np.divide(
+        training["mapped_pe_cycles"], array_total, out=np.zeros(s.shape), where=array_total > 0
+    )
+    return training
+
+
+def _results(s: _Sweep, training: dict[str, np.ndarray]) -> list[SimulationResult]:
+    labels = _labels(s.workload)
+    switched_on = np.concatenate([s.has_mcache, s.skips_zeros, s.has_predictor], axis=1).tolist()
+    return [
+        _result(
+            s.workload,
+            accel,
+            {name: values[p] for name, values in training.items()},
+            labels,
+            tuple(name for name, on in zip(EXTENSIONS, switched_on[p], strict=True) if on),
+        )
+        for p, accel in enumerate(s.accels)
+    ]
 
 
 _CONFIG_FIELDS = (
@@ -409,10 +571,10 @@ _CONFIG_FIELDS = (
     "ofmap_sram_kib",
     "dram_bandwidth",
     "word_bytes",
-    "mercury.enabled",
-    "mercury.lookups_per_cycle",
-    "mercury.lookup_latency",
-    "mercury.projection_macs_per_cycle",
+    "mcache.enabled",
+    "mcache.lookups_per_cycle",
+    "mcache.lookup_latency",
+    "mcache.projection_macs_per_cycle",
     "zero_skipping.enabled",
     "gradient_predictor.enabled",
     "gradient_predictor.macs_per_cycle",

@@ -25,7 +25,7 @@ TECHNIQUE = TechniqueEntry(
     label="MERCURY",
     params_model=MercuryParams,
     training_hook=_training_hook,
-    hardware_extension="mercury",
+    hardware_extension="mcache",
     figures=(
         Figure(
             "hit_rate",

@@ -15,7 +15,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, computed_field
+from pydantic import Field, computed_field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -31,6 +31,11 @@ class Settings(BaseSettings):
     data_root: Path | None = Field(
         None,
         description="the only folder a training's dataset_path may point into (default: data_dir)",
+    )
+    fashion_mnist_dir: Path | None = Field(
+        None,
+        description="the folder of Fashion-MNIST's idx files the worker reads (default: where "
+        "the dataset-fashion-mnist package installs them)",
     )
     database_url: str | None = Field(None, description="SQLAlchemy URL of the main database")
     broker_url: str | None = Field(None, description="Celery broker URL")
@@ -106,6 +111,12 @@ class Settings(BaseSettings):
         description="seconds the API waits for the broker to accept a connection, per try "
         "(three tries): a submission with the broker away is refused within about a second",
     )
+
+    @field_validator("fashion_mnist_dir", mode="before")
+    @classmethod
+    def _empty_folder_is_the_default(cls, value: object) -> object:
+        """ORRERY_FASHION_MNIST_DIR= (set but empty) means the default folder, not '.'."""
+        return value or None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

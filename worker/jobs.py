@@ -40,7 +40,7 @@ from backend.leases import (
     fail_training,
     lease_expired,
 )
-from backend.settings import Settings
+from backend.settings import Settings, get_settings
 from backend.specs.accelerator import AcceleratorConfig
 from backend.specs.techniques import parse_techniques
 from backend.specs.training import TrainingConfig
@@ -482,7 +482,12 @@ def run_training_job(
 
         try:
             result = run_training(
-                config, techniques, progress=progress, should_cancel=should_cancel
+                config,
+                techniques,
+                progress=progress,
+                should_cancel=should_cancel,
+                data_root=get_settings().effective_data_root,
+                fashion_mnist_dir=get_settings().fashion_mnist_dir,
             )
         except TrainingCancelled as exc:
             if lease.lost.is_set():  # taken back, or cancelled (which also ends the lease)

@@ -12,6 +12,7 @@ from backend.leases import LeaseTerms
 from backend.queue import TaskName
 from backend.settings import get_settings
 from worker.app import app
+from worker.intra_op_threads import configure_threads
 from worker.jobs import run_training_job
 from worker.training import Progress
 
@@ -42,6 +43,7 @@ def train(self: Task, training_id: int) -> dict[str, object]:
         )
 
     settings = get_settings()
+    configure_threads()
     status = run_training_job(
         settings.worker_database_url,
         training_id,

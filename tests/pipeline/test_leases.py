@@ -13,7 +13,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
 from backend.api.security import local_user
-from backend.cli import console, print_runs
+from backend.cli.output import console
+from backend.cli.tables import print_runs
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
 from backend.experiments.quota import active_runs

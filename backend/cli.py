@@ -19,12 +19,12 @@ from rich.table import Table
 
 from backend.client import ApiError, OrreryClient
 from backend.db import migrate as migrations
-from backend.queue import QUEUE, declare_queue
+from backend.delivery.queue import QUEUE, declare_queue
+from backend.delivery.supervisor import Supervisor
 from backend.settings import get_settings
 from backend.specs.accelerator import PRESETS
 from backend.specs.techniques import accelerator_for, techniques_of
 from backend.specs.training import MODEL_NAMES, TrainingConfig
-from backend.supervisor import Supervisor
 
 T = TypeVar("T")
 
@@ -610,8 +610,8 @@ def reconcile(
     database with no task in the broker."""
     import time
 
-    from backend.queue import make_celery
-    from backend.reconcile import reconcile_once
+    from backend.delivery.queue import make_celery
+    from backend.delivery.reconcile import reconcile_once
 
     settings = get_settings()
     celery = make_celery(settings, name="orrery-reconcile")

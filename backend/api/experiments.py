@@ -23,6 +23,7 @@ from backend.api.schemas import AnnotationsIn, ExpansionPreview, ExperimentOut, 
 from backend.api.security import CurrentUser, caller_now
 from backend.db.models import Experiment, Run, Training, User
 from backend.db.session import session_factory
+from backend.delivery.send import BrokerUnavailable
 from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, ExpansionError, expand
 from backend.settings import Settings
@@ -115,7 +116,7 @@ def create_experiment(
     check_active_runs(db, user, len(expansion.runs), settings.max_active_runs_per_user)
     try:
         experiment = service.submit(db, celery, spec, expansion, owner_id=user.id)
-    except service.BrokerUnavailable as exc:
+    except BrokerUnavailable as exc:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             f"the task queue is unreachable, nothing was submitted; try again later ({exc})",

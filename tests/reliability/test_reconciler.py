@@ -6,15 +6,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from backend.reconcile import broker_task_ids
 from sqlalchemy import select
 
 from backend.db import migrate
 from backend.db.models import Training
 from backend.db.session import session_scope
+from backend.delivery.queue import make_celery
 from backend.experiments.expand import expand
 from backend.experiments.service import record_experiment
-from backend.queue import make_celery
-from backend.reconcile import broker_task_ids
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
 from tests.conftest import ORRERY_BIN, orrery_env

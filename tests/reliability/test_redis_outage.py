@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import redis
+from backend.reconcile import broker_task_ids
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -15,7 +16,6 @@ from backend.api.app import create_app
 from backend.db import migrate
 from backend.db.models import Training
 from backend.db.session import session_scope
-from backend.reconcile import broker_task_ids
 from backend.settings import Settings
 from tests.conftest import orrery_env, start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING

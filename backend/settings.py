@@ -93,7 +93,16 @@ class Settings(BaseSettings):
         "is flagged 'did not learn'",
     )
     reconcile_grace_seconds: float = Field(
-        30, ge=0, description="a queued training younger than this is still being enqueued"
+        300,
+        ge=0,
+        description="a queued training whose last message went out this long ago is sent "
+        "again by the reconciler (the message may be lost); the wait doubles with each re-send "
+        "of the same wait in the queue, up to reconcile_grace_max_seconds",
+    )
+    reconcile_grace_max_seconds: float = Field(
+        3600,
+        ge=0,
+        description="the longest wait between two re-sends of one queued training",
     )
     lease_seconds: float = Field(
         120,

@@ -1,4 +1,4 @@
-"""Celery tasks. The API sends them by the names in `backend.queue.TaskName`."""
+"""Celery tasks. The API sends them by the names in `backend.delivery.queue.TaskName`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import socket
 from celery import Task
 from sqlalchemy.exc import OperationalError
 
-from backend.leases import LeaseTerms
-from backend.queue import TaskName
+from backend.delivery.leases import LeaseTerms
+from backend.delivery.queue import TaskName
 from backend.settings import get_settings
 from worker.app import app
 from worker.intra_op_threads import configure_threads

@@ -31,8 +31,8 @@ from backend.api.snapshot_cache import SnapshotCache
 from backend.api.snapshot_reader import snapshot_reader
 from backend.api.unicode_input import RefuseLoneSurrogates
 from backend.auth.redact import redact_access_log, validation_error_handler
-from backend.queue import make_celery
-from backend.reconcile import reconciler_lifespan
+from backend.delivery.queue import make_celery
+from backend.delivery.reconcile import reconciler_lifespan
 from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"

@@ -18,9 +18,9 @@ import typer
 
 from backend.cli.output import console
 from backend.db import migrate as migrations
-from backend.queue import QUEUE, declare_queue
+from backend.delivery.queue import QUEUE, declare_queue
+from backend.delivery.supervisor import Supervisor
 from backend.settings import get_settings
-from backend.supervisor import Supervisor
 
 
 def migrate() -> None:
@@ -104,8 +104,8 @@ def reconcile(
     database with no task in the broker."""
     import time
 
-    from backend.queue import make_celery
-    from backend.reconcile import reconcile_once
+    from backend.delivery.queue import make_celery
+    from backend.delivery.reconcile import reconcile_once
 
     settings = get_settings()
     celery = make_celery(settings, name="orrery-reconcile")

@@ -17,14 +17,16 @@ from backend.cli.output import console
 from backend.cli.tables import print_runs
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
+from backend.delivery.claims import TrainingLease, claim_training
+from backend.delivery.leases import LeaseTerms
+from backend.delivery.reconcile import reconcile_once
 from backend.experiments.quota import active_runs
-from backend.leases import LeaseTerms
-from backend.reconcile import reconcile_once
 from backend.settings import Settings
 from backend.specs.techniques import parse_techniques
 from backend.specs.training import TrainingConfig
 from tests.pipeline.conftest import TINY_TRAINING
-from worker.jobs import TrainingLease, claim_training, run_training_job, store_results
+from worker.jobs import run_training_job
+from worker.storage import store_results
 from worker.training import run_training
 
 ONE_TRAINING = {

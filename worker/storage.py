@@ -19,10 +19,11 @@ from sqlalchemy.orm import Session, aliased
 
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
-from backend.delivery.claims import _held
+from backend.delivery.claims import lease_held
 from backend.experiments.service import TERMINAL, refresh_experiment_status
 from backend.settings import Settings
 from backend.specs.accelerator import AcceleratorConfig
+from backend.specs.figures import LAYER_MEASURES, SIMULATED, Measure
 from worker.sim import SimulationResult, Workload, simulate_many
 
 DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
@@ -50,6 +51,11 @@ LAYER_DETAILS = (
 )
 
 
+def measured(measures: tuple[Measure, ...], source: object) -> dict[str, int | float]:
+    """The columns of these measures (backend/specs/figures.py), read from a simulator result."""
+    return {measure.key: measure.of(source) for measure in measures}
+
+
 def _layer_rows(run_id: int, sim: SimulationResult) -> list[LayerResult]:
     rows = []
     for position, layer in enumerate(sim.layers):
@@ -61,18 +67,8 @@ def _layer_rows(run_id: int, sim: SimulationResult) -> list[LayerResult]:
                 layer=layer.layer,
                 training_pass=layer.pass_,
                 role=layer.role,
-                macs_algorithmic=round(layer.macs_algorithmic),
-                macs_actual=round(layer.macs_actual),
-                macs_skipped=round(layer.macs_skipped),
-                macs_overhead=round(layer.macs_overhead),
-                compute_cycles=round(layer.compute_cycles),
-                stall_cycles=round(layer.stall_cycles),
-                total_cycles=round(layer.total_cycles),
-                utilization=layer.utilization,
-                mapping_efficiency=layer.mapping_efficiency,
-                dram_bytes=round(layer.dram_bytes),
-                energy_pj=layer.energy_pj,
                 details={key: figures[key] for key in LAYER_DETAILS},
+                **measured(LAYER_MEASURES, layer),
             )
         )
     return rows
@@ -106,15 +102,7 @@ def store_simulation(
             accuracy=accuracy,
             loss=loss,
             did_not_learn=not_learned,
-            total_cycles=round(totals.total_cycles),
-            compute_cycles=round(totals.compute_cycles),
-            stall_cycles=round(totals.stall_cycles),
-            energy_pj=totals.energy_pj,
-            macs_algorithmic=round(totals.macs_algorithmic),
-            macs_actual=round(totals.macs_actual),
-            macs_skipped=round(totals.macs_skipped),
-            macs_overhead=round(totals.macs_overhead),
-            dram_bytes=round(totals.dram_bytes),
+            **measured(SIMULATED, totals),
             summary={
                 **asdict(totals),
                 "conv_operand_traffic": sim.conv_operand_traffic,
@@ -204,7 +192,7 @@ def store_results(
     False, with nothing written, when the lease was lost."""
     stored = db.execute(
         update(Training)
-        .where(_held(training_id, attempt))
+        .where(lease_held(training_id, attempt))
         .values(
             status="done",
             progress=1.0,

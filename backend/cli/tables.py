@@ -14,6 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from backend.cli.output import console
+from backend.specs.techniques import EPOCH_FIGURES
 
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
@@ -127,11 +128,14 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
         tables.append(layers)
     if run["epochs"]:
         epochs = Table(title="per epoch")
-        keys = ("epoch", "train_loss", "train_accuracy", "test_loss", "test_accuracy",
-                "hit_rate", "density_fwd", "density_bwd", "gp_fraction", "seconds")  # fmt: skip
-        shown = [k for k in keys if any(e.get(k) is not None for e in run["epochs"])]
+        labels = {
+            "epoch": "epoch", "train_loss": "train loss", "train_accuracy": "train accuracy",
+            "test_loss": "test loss", "test_accuracy": "test accuracy",
+            **{figure.key: figure.label for figure in EPOCH_FIGURES}, "seconds": "seconds",
+        }  # fmt: skip
+        shown = [k for k in labels if any(e.get(k) is not None for e in run["epochs"])]
         for key in shown:
-            epochs.add_column(key.replace("_", " "), justify="right")
+            epochs.add_column(labels[key], justify="right")
         for epoch in run["epochs"]:
             epochs.add_row(*(_fmt(epoch.get(k), "{:.4g}") for k in shown))
         tables.append(epochs)

@@ -47,7 +47,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _held(training_id: int, attempt: int):  # type: ignore[no-untyped-def]
+def lease_held(training_id: int, attempt: int):  # type: ignore[no-untyped-def]
     """SQL condition: the training is still running under this attempt's lease."""
     return (
         (Training.id == training_id)
@@ -126,7 +126,7 @@ class TrainingLease:
             with session_scope(self.database_url) as db:
                 renewed = db.execute(
                     update(Training)
-                    .where(_held(self.training_id, self.attempt))
+                    .where(lease_held(self.training_id, self.attempt))
                     .values(heartbeat_at=_now())
                 ).rowcount
         except SQLAlchemyError as exc:  # the database is away: the lease may expire meanwhile
@@ -156,7 +156,7 @@ class TrainingLease:
 def report_progress(database_url: str, training_id: int, attempt: int, fraction: float) -> None:
     with session_scope(database_url) as db:
         held = db.execute(
-            update(Training).where(_held(training_id, attempt)).values(progress=fraction)
+            update(Training).where(lease_held(training_id, attempt)).values(progress=fraction)
         ).rowcount
         if held:
             db.execute(

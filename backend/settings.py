@@ -15,7 +15,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, computed_field
+from pydantic import Field, computed_field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -31,6 +31,11 @@ class Settings(BaseSettings):
     data_root: Path | None = Field(
         None,
         description="the only folder a training's dataset_path may point into (default: data_dir)",
+    )
+    fashion_mnist_dir: Path | None = Field(
+        None,
+        description="the folder of Fashion-MNIST's idx files the worker reads (default: where "
+        "the dataset-fashion-mnist package installs them)",
     )
     database_url: str | None = Field(None, description="SQLAlchemy URL of the main database")
     broker_url: str | None = Field(None, description="Celery broker URL")
@@ -88,7 +93,16 @@ class Settings(BaseSettings):
         "is flagged 'did not learn'",
     )
     reconcile_grace_seconds: float = Field(
-        30, ge=0, description="a queued training younger than this is still being enqueued"
+        300,
+        ge=0,
+        description="a queued training whose last message went out this long ago is sent "
+        "again by the reconciler (the message may be lost); the wait doubles with each re-send "
+        "of the same wait in the queue, up to reconcile_grace_max_seconds",
+    )
+    reconcile_grace_max_seconds: float = Field(
+        3600,
+        ge=0,
+        description="the longest wait between two re-sends of one queued training",
     )
     lease_seconds: float = Field(
         120,
@@ -106,6 +120,12 @@ class Settings(BaseSettings):
         description="seconds the API waits for the broker to accept a connection, per try "
         "(three tries): a submission with the broker away is refused within about a second",
     )
+
+    @field_validator("fashion_mnist_dir", mode="before")
+    @classmethod
+    def _empty_folder_is_the_default(cls, value: object) -> object:
+        """ORRERY_FASHION_MNIST_DIR= (set but empty) means the default folder, not '.'."""
+        return value or None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -100,13 +100,16 @@ from dataclasses import dataclass
 import torch
 from scipy import stats
 
+from backend.settings import get_settings
 from backend.specs.accelerator import PRESETS
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.baseline.params import BaselineParams
 from worker.sim.simulate import simulate
 from worker.sim.workload import TrainingPass, Workload
-from worker.training import engine, run_training
+from worker.training import run_training
+
+FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 
 DESIGNS: dict[str, list] = {
     "baseline": [BaselineParams()],
@@ -155,7 +158,7 @@ def gp_fraction(workload: Workload) -> float:
 
 def train(config: TrainingConfig, design: str) -> Outcome:
     started = time.perf_counter()
-    result = run_training(config, DESIGNS[design])
+    result = run_training(config, DESIGNS[design], fashion_mnist_dir=FASHION_MNIST_DIR)
     simulated = simulate(result.workload, PRESETS[PRESET]).totals
     last = result.epochs[-1].per_layer
     cosines = {
@@ -244,7 +247,7 @@ def main() -> None:
         "read from there instead of trained again (the baseline does not depend on ADA-GP)",
     )
     args = parser.parse_args()
-    engine.configure_threads = lambda: torch.set_num_threads(1)
+    torch.set_num_threads(1)
     designs = ["baseline", *[d for d in args.designs if d != "baseline"]]
     epochs = 3 if args.quick else args.epochs
     default_samples = {"lenet5": 6400, "resnet8": 2000}

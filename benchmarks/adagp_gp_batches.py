@@ -27,12 +27,15 @@ from collections import defaultdict
 import torch
 from torch import Tensor, nn
 
+from backend.settings import get_settings
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.adagp.training import AdaGP
 from worker.training import engine, run_training
 from worker.training.layers import GemmLayer
 from worker.training.technique import Step
+
+FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 
 MODELS = {
     "resnet8": dict(
@@ -119,14 +122,14 @@ def main() -> None:
         "(the optimiser's momentum and weight decay go on), the true one",
     )
     args = parser.parse_args()
-    engine.configure_threads = lambda: torch.set_num_threads(1)
+    torch.set_num_threads(1)
     params = AdaGPParams(**json.loads(args.params))
     technique = ObservedAdaGP(params, apply_true=args.apply == "true", norm=args.norm)
     engine.build_techniques = lambda _params: [technique]
     config = TrainingConfig(
         **MODELS[args.model], epochs=args.epochs, batch_size=64, seed=args.seed
     )  # fmt: skip
-    result = run_training(config, [params])
+    result = run_training(config, [params], fashion_mnist_dir=FASHION_MNIST_DIR)
     for epoch in result.epochs:
         print(f"epoch {epoch.epoch}: train loss {epoch.train_loss:.4f}, test accuracy "
               f"{epoch.test_accuracy:.4f}, GP fraction "

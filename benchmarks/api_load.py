@@ -12,6 +12,17 @@ Starts `orrery serve` (API only) on a free local port, stores N runs, then measu
     python benchmarks/api_load.py \
         --database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench \
         --broker-url redis://127.0.0.1:6379/9
+
+`--writer` also starts a Celery worker and, before the reads, submits an experiment of several
+small trainings (MLP on digits, one per seed) for it: while the clients read, the worker
+reports progress about once a second and stores results, so the database changes under the
+readers as it does in use. Each read phase then prints how many transactions wrote anywhere in
+the database cluster meanwhile (PostgreSQL).
+
+`--read-cache on,off` (PostgreSQL) starts one API server per setting of the snapshot read cache
+(`ORRERY_READ_CACHE_ENTRIES`, 0 for off) on the same database, and runs every read phase
+against them in turn, alternating, `--rounds` times each: both see the same data and the same
+writer. The figures per phase and setting are requests/s and p50/p95/p99 latency.
 """
 
 from __future__ import annotations
@@ -30,11 +41,19 @@ from pathlib import Path
 
 import aiohttp
 import httpx
-from sqlalchemy import insert, select
+from sqlalchemy import create_engine, insert, select, text
+from sqlalchemy.pool import NullPool
 
 from backend.db.models import Run
 from backend.db.session import session_scope
 
+WRITER_SPEC = {
+    "name": "writer",
+    "training": {"model": "mlp", "dataset": "digits", "epochs": 4},
+    "techniques": [{"name": "mercury"}],
+    "accelerators": ["edge"],
+}
+CACHE_ENTRIES = {"on": "256", "off": "0"}
 SPEC = {
     "name": "load",
     "training": {"model": "mlp", "dataset": "digits", "epochs": 1},
@@ -115,11 +134,15 @@ async def hammer(base: str, clients: int, requests: int, make, deadline: float) 
     return latencies
 
 
-def report(label: str, latencies: list[float], seconds: float) -> None:
+def report(label: str, latencies: list[float], seconds: float, note: str = "") -> None:
+    if not latencies:
+        print(f"{label:<60} no request finished")
+        return
     print(
-        f"{label:<52} {len(latencies):>6} requests  {len(latencies) / seconds:8.1f} req/s  "
+        f"{label:<60} {len(latencies):>6} requests  {len(latencies) / seconds:8.1f} req/s  "
         f"p50 {statistics.median(latencies) * 1000:7.1f} ms  "
-        f"p99 {percentile(latencies, 0.99) * 1000:7.1f} ms"
+        f"p95 {percentile(latencies, 0.95) * 1000:7.1f} ms  "
+        f"p99 {percentile(latencies, 0.99) * 1000:7.1f} ms{note}"
     )
 
 
@@ -133,6 +156,63 @@ def phase(
     return latencies
 
 
+def next_transaction_id(database_url: str) -> int | None:
+    """The id the cluster's next writing transaction gets (PostgreSQL; None elsewhere): the
+    difference over a phase is how many transactions wrote meanwhile, anywhere in the cluster."""
+    if not database_url.startswith("postgresql"):
+        return None
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            return int(connection.scalar(text("SELECT pg_snapshot_xmax(pg_current_snapshot())")))
+    finally:
+        engine.dispose()
+
+
+def compared_phase(
+    label: str,
+    bases: dict[str, str],
+    args: argparse.Namespace,
+    make,
+    database_url: str,
+) -> None:
+    """One read phase against every server in turn, `args.rounds` times, each turn
+    `args.max_seconds / args.rounds` long; then the figures per server over its turns."""
+    latencies: dict[str, list[float]] = {name: [] for name in bases}
+    seconds: dict[str, float] = dict.fromkeys(bases, 0.0)
+    writes: dict[str, int] = dict.fromkeys(bases, 0)
+    turn = args.max_seconds / args.rounds
+    for _ in range(args.rounds):
+        for name, base in bases.items():
+            xid = next_transaction_id(database_url)
+            started = time.perf_counter()
+            latencies[name] += asyncio.run(
+                hammer(base, args.clients, args.requests, make, time.monotonic() + turn)
+            )
+            seconds[name] += time.perf_counter() - started
+            if xid is not None:
+                writes[name] += (next_transaction_id(database_url) or xid) - xid
+    for name in bases:
+        note = (
+            f"  ({writes[name] / seconds[name]:.1f} writing transactions/s in the cluster)"
+            if database_url.startswith("postgresql")
+            else ""
+        )
+        report(f"{label}, read cache {name} ({args.clients} clients)", latencies[name],
+               seconds[name], note)  # fmt: skip
+
+
+def wait_until_up(base: str) -> None:
+    for _ in range(100):
+        try:
+            if httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"the server at {base} did not start")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", help="default: a SQLite file in a temporary folder")
@@ -143,7 +223,26 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=100)
     parser.add_argument("--max-seconds", type=float, default=120, help="stop each phase by then")
     parser.add_argument("--workers", type=int, default=1, help="API processes")
+    parser.add_argument(
+        "--writer", action="store_true", help="a Celery worker trains while the clients read"
+    )
+    parser.add_argument(
+        "--writer-trainings", type=int, default=30, help="trainings (seeds) the writer has to do"
+    )
+    parser.add_argument(
+        "--writer-processes", type=int, default=1, help="the writer's training processes"
+    )
+    parser.add_argument(
+        "--read-cache",
+        help="'on,off' (or one of them): one server per setting, read phases alternate",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="turns per server in each compared phase"
+    )
     args = parser.parse_args()
+    settings = args.read_cache.split(",") if args.read_cache else []
+    if any(name not in CACHE_ENTRIES for name in settings):
+        raise SystemExit(f"--read-cache: each setting is one of {', '.join(CACHE_ENTRIES)}")
 
     data_dir = Path(tempfile.mkdtemp(prefix="orrery-bench-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORRERY_")}
@@ -153,28 +252,43 @@ def main() -> None:
     if args.broker_url:
         env["ORRERY_BROKER_URL"] = env["ORRERY_RESULT_BACKEND"] = args.broker_url
     database_url = args.database_url or f"sqlite:///{data_dir / 'orrery.db'}"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     orrery = str(Path(sys.executable).parent / "orrery")
-    server = subprocess.Popen(
-        [orrery, "serve", "--no-with-worker", "--port", str(port), "--workers", str(args.workers)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    bases: dict[str, str] = {}
+    processes: list[subprocess.Popen[bytes]] = []
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        else:
-            raise SystemExit("the server did not start")
+        for name in settings or ["default"]:
+            port = free_port()
+            server_env = dict(env)
+            if name in CACHE_ENTRIES:
+                server_env["ORRERY_READ_CACHE_ENTRIES"] = CACHE_ENTRIES[name]
+            processes.append(subprocess.Popen(
+                [orrery, "serve", "--no-with-worker", "--port", str(port),
+                 "--workers", str(args.workers)],
+                env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ))  # fmt: skip
+            bases[name] = f"http://127.0.0.1:{port}"
+            wait_until_up(bases[name])  # one at a time: the first migrates the database
+        base = next(iter(bases.values()))
 
         print(
-            f"server: {database_url.split('://')[0]}, {args.workers} API process(es), "
+            f"server: {database_url.split('://')[0]}, {args.workers} API process(es) per server, "
             f"{args.clients} clients, loopback only"
+            + (f"; read cache {' and '.join(settings)}, one server each" if settings else "")
         )
+        if args.writer:
+            processes.append(subprocess.Popen(
+                [orrery, "worker", "--concurrency", str(args.writer_processes),
+                 "--loglevel", "WARNING"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ))  # fmt: skip
+            spec = {**WRITER_SPEC, "seeds": list(range(args.writer_trainings))}
+            answer = httpx.post(f"{base}/api/v1/experiments", json=spec, timeout=30)
+            answer.raise_for_status()
+            print(
+                f"writer: a Celery worker ({args.writer_processes} process(es)) training "
+                f"experiment {answer.json()['id']}, {args.writer_trainings} trainings of "
+                f"{WRITER_SPEC['training']}"
+            )
         phase("POST /experiments", base, 10, args.submissions,
               lambda i: ("POST", "/api/v1/experiments", {"json": {**SPEC, "name": f"load {i}"}}),
               args.max_seconds)  # fmt: skip
@@ -182,6 +296,9 @@ def main() -> None:
         seed_runs(database_url, args.runs)
         total = httpx.get(f"{base}/api/v1/runs", params={"limit": 1}).json()["total"]
         print(f"stored runs: {total}")
+        if settings:
+            compare_read_cache(bases, args, database_url)
+            return
         # The floor of the stack on this machine: the same server, routing and authentication,
         # and a two-query answer about the caller instead of a page of runs.
         load = (base, args.clients, args.requests)
@@ -197,13 +314,31 @@ def main() -> None:
         print(f"target p99 < 100 ms at {args.clients} clients: {'met' if target else 'NOT met'}")
         # Every request a page never asked before: no answer can come from the server's
         # snapshot cache, so this is the cost of computing each page.
-        phase("GET /runs, every query new", *load,
-              lambda i: ("GET", "/api/v1/runs",
-                         {"params": {**QUERIES[i % len(QUERIES)], "offset": i}}),
-              args.max_seconds)  # fmt: skip
+        phase("GET /runs, every query new", *load, new_query, args.max_seconds)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=60)
+
+
+def new_query(i: int) -> tuple[str, str, dict]:
+    return "GET", "/api/v1/runs", {"params": {**QUERIES[i % len(QUERIES)], "offset": i}}
+
+
+def compare_read_cache(bases: dict[str, str], args: argparse.Namespace, database_url: str) -> None:
+    """The benchmark's read mix against each read-cache setting, alternating."""
+    print(
+        f"each phase: {args.rounds} turns per setting, {args.max_seconds / args.rounds:.0f} s "
+        f"each ({args.max_seconds:.0f} s per setting), kept short on a shared machine"
+    )
+    for base in bases.values():  # each page computed once per server before timing
+        asyncio.run(hammer(base, args.clients, 10 * len(QUERIES), repeated_query,
+                           time.monotonic() + args.max_seconds))  # fmt: skip
+    compared_phase("GET /auth/me, for scale", bases, args,
+                   lambda i: ("GET", "/api/v1/auth/me", {}), database_url)  # fmt: skip
+    compared_phase("GET /runs, repeated queries", bases, args, repeated_query, database_url)
+    compared_phase("GET /runs, every query new", bases, args, new_query, database_url)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
 from backend.db import migrate
-from backend.experiments.service import SEND_RETRY_POLICY
-from backend.queue import TaskName, make_celery
+from backend.delivery.queue import TaskName, make_celery
+from backend.delivery.send import SEND_RETRY_POLICY
 from backend.settings import Settings
 
 SPEC = {

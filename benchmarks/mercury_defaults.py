@@ -22,6 +22,7 @@ import statistics
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
+from worker.intra_op_threads import configure_threads
 from worker.training import run_training
 
 MINIATURES = {
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--train-samples", type=int, default=10_000)
     parser.add_argument("--test-samples", type=int, default=5_000)
     args = parser.parse_args()
+    configure_threads()
     for name in args.only:
         config = MINIATURES[name].model_copy(
             update={"train_samples": args.train_samples, "test_samples": args.test_samples}

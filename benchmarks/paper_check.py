@@ -9,11 +9,13 @@ example file, and the figures are the simulator's on what the trainings really d
 
 Printed per paper and per (technique, accelerator): speedup and energy ratio against the run's
 baseline, and the accuracy change paired by seed (run minus its own seed's baseline), each as
-the mean over seeds with a 95% confidence interval (Student's t, n - 1 degrees of freedom), and
-the direction check: speedup > 1 with accuracy within 1 point. Next to them, what the
-technique did, from the runs' per-epoch figures (mean over seeds): ADA-GP's GP fraction (GP
-batches over all batches, warm-up included), MERCURY's and SparseTrain's last-epoch hit rate
-and backward density.
+the mean over seeds ± the half-width of its 95% confidence interval (Student's t, n - 1 degrees
+of freedom; it covers the seeds only, not the preset's assumptions), the stall share (stall
+cycles / cycles) of the runs and of their baselines, and the verdict with its reason
+(backend/analysis/verdict.py, the papers page's too). Next to them, what the technique did,
+from the runs' per-epoch figures (mean over seeds), the figure each paper's entry names:
+ADA-GP's GP fraction (GP batches over all batches, warm-up included), MERCURY's last-epoch hit
+rate, SparseTrain's last-epoch backward density.
 
     python benchmarks/paper_check.py [--full] [--only mercury adagp sparsetrain]
                                      [--url URL] [--reuse] [--data-dir DIR]
@@ -44,22 +46,30 @@ import yaml
 
 from backend.analysis.groups import estimate
 from backend.analysis.papers import PAPERS, summary_line
+from backend.analysis.verdict import verdict
 from backend.client import OrreryClient
 from backend.specs.techniques import BY_NAME, EPOCH_FIGURES
 from backend.techniques.entry import Figure
 
 ROOT = Path(__file__).resolve().parents[1]
-ACCURACY_TOLERANCE = 0.01  # "within 1 point"
 
 
-def fmt(values: list[float], pattern: str) -> str:
+def fmt(values: list[float], pattern: str, signed: bool = False) -> str:
     """Mean ± the half-width of its 95% Student-t interval (the same statistics as the API's
-    seed groups); a single value has no interval."""
+    seed groups); a single value has no interval. `signed` puts a sign on the mean only."""
     found = estimate(values)
     if found is None:
         return "-"
-    half = None if found.ci_high is None else found.ci_high - found.mean
-    return pattern.format(found.mean) + ("" if half is None else " ± " + pattern.format(half))
+    mean = ("{:+" + pattern.removeprefix("{:")).format(found.mean) if signed else None
+    text = mean or pattern.format(found.mean)
+    if found.ci_high is None:
+        return text
+    return f"{text} ± {pattern.format(found.ci_high - found.mean)}"
+
+
+def stall_share(run: dict) -> float | None:
+    cycles = run.get("total_cycles")
+    return run["stall_cycles"] / cycles if cycles else None
 
 
 @contextlib.contextmanager
@@ -149,7 +159,8 @@ def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
             groups[(run["technique"], run["accelerator_name"], swept)].append(run)
     figures = technique_figures(client, runs)
     header = ("technique", "accelerator", "setting", "seeds", "speedup", "energy ratio",
-              "accuracy", "Δ accuracy (pt)", "direction", "what it did")  # fmt: skip
+              "accuracy", "Δ accuracy (pt)", "stall share", "baseline stall", "verdict",
+              "what it did", "why")  # fmt: skip
     rows = [header]
     for (technique, accelerator, swept), members in sorted(groups.items()):
         speedups = [r["speedup"] for r in members if r["speedup"] is not None]
@@ -164,16 +175,20 @@ def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
         ]
         did = [figures[r["training_id"]] for r in members if r["training_id"] in figures]
         label = figure.label if (figure := paper_figure(technique)) else ""
-        holds = (
-            speedups
-            and deltas
-            and statistics.fmean(speedups) > 1
-            and statistics.fmean(deltas) >= -100 * ACCURACY_TOLERANCE
-        )
+        stalls = [s for r in members if (s := stall_share(r)) is not None]
+        base_stalls = [
+            s
+            for r in members
+            if r["baseline_run_id"] in by_id
+            and (s := stall_share(by_id[r["baseline_run_id"]])) is not None
+        ]
+        judged = verdict(estimate(speedups), estimate(deltas), PAPERS[paper].speedup)
         rows.append((technique, accelerator, swept or "-", str(len(members)),
                      fmt(speedups, "{:.3f}x"), fmt(energies, "{:.3f}"), fmt(accuracies, "{:.2f}"),
-                     fmt(deltas, "{:+.2f}"), "matches" if holds else "differs",
-                     f"{label} {statistics.fmean(did):.3f}" if did else "-"))  # fmt: skip
+                     fmt(deltas, "{:.2f}", signed=True), fmt(stalls, "{:.2f}"),
+                     fmt(base_stalls, "{:.2f}"), judged.outcome,
+                     f"{label} {statistics.fmean(did):.3f}" if did else "-",
+                     judged.why))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from backend.settings import get_settings
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.techniques import accelerator_for, techniques_of
 from backend.specs.training import TrainingConfig
@@ -29,8 +30,11 @@ from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
+from worker.intra_op_threads import configure_threads
 from worker.sim import Workload, simulate
 from worker.training import run_training
+
+FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 
 DATASETS = {"lenet5": "mnist", "mlp": "digits", "vgg-small": "fashion-mnist",
             "resnet8": "fashion-mnist"}  # fmt: skip
@@ -65,6 +69,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--width", type=int, default=16)
     args = parser.parse_args()
+    configure_threads()
     print(f"seed 0, {args.train_samples} training images, {args.epochs} epochs, width "
           f"{args.width}; presets: {', '.join(PRESETS)}")  # fmt: skip
     for model in args.models:
@@ -73,8 +78,11 @@ def main() -> None:
             train_samples=args.train_samples, test_samples=args.test_samples, seed=0,
         )  # fmt: skip
         started = time.perf_counter()
-        baseline = run_training(config, [BaselineParams()])
-        trained = {name: run_training(config, [params]) for name, params in TECHNIQUES.items()}
+        baseline = run_training(config, [BaselineParams()], fashion_mnist_dir=FASHION_MNIST_DIR)
+        trained = {
+            name: run_training(config, [params], fashion_mnist_dir=FASHION_MNIST_DIR)
+            for name, params in TECHNIQUES.items()
+        }
         print(f"\n== {model} on {config.dataset} (trained in {time.perf_counter() - started:.0f} s)"
               f"; baseline accuracy {100 * baseline.test_accuracy:.2f}%")  # fmt: skip
         header = ("technique", "preset", "speedup", "ideal bound", "energy ratio",

@@ -23,10 +23,14 @@ import time
 
 from pydantic import TypeAdapter
 
+from backend.settings import get_settings
 from backend.specs.recipes import MEASURED_DATASETS, MEASURED_MODELS, resolve_recipe
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
+from worker.intra_op_threads import configure_threads
 from worker.training import run_training
+
+FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 
 
 def parse_override(text: str) -> tuple[str, object]:
@@ -46,6 +50,7 @@ def main() -> None:
     parser.add_argument("--train-samples", type=int)
     parser.add_argument("--test-samples", type=int)
     args = parser.parse_args()
+    configure_threads()
     overrides = dict(args.set)
     print("| model | data set | epochs | lr | schedule | weight decay | BN recal. | "
           "test accuracy % (mean +- sd) | range | s/training |")  # fmt: skip
@@ -63,7 +68,11 @@ def main() -> None:
             accuracies, seconds = [], []
             for seed in args.seeds:
                 started = time.perf_counter()
-                result = run_training(config.model_copy(update={"seed": seed}), [BaselineParams()])
+                result = run_training(
+                    config.model_copy(update={"seed": seed}),
+                    [BaselineParams()],
+                    fashion_mnist_dir=FASHION_MNIST_DIR,
+                )
                 seconds.append(time.perf_counter() - started)
                 accuracies.append(100 * result.test_accuracy)
             spread = statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0

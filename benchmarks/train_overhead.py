@@ -62,6 +62,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from backend.settings import get_settings
 from backend.specs.recipes import resolve_recipe
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp.params import AdaGPParams
@@ -69,10 +70,13 @@ from backend.techniques.adagp.training import weight_grad
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
+from worker.intra_op_threads import configure_threads
 from worker.training import run_training
 from worker.training.datasets import load_dataset
-from worker.training.engine import configure_threads, make_optimizer
+from worker.training.engine import make_optimizer
 from worker.training.models import build_model
+
+FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 
 TECHNIQUES = {
     "baseline": [BaselineParams()],
@@ -87,7 +91,7 @@ TECHNIQUES = {
 
 def epoch_seconds(config: TrainingConfig, name: str) -> tuple[float, float]:
     """Mean time of the epochs after the first (after ADA-GP's warm-up), and test accuracy."""
-    result = run_training(config, TECHNIQUES[name])
+    result = run_training(config, TECHNIQUES[name], fashion_mnist_dir=FASHION_MNIST_DIR)
     warmup = getattr(TECHNIQUES[name][0], "warmup_epochs", 0)
     epochs = result.epochs[max(1, warmup) :] or result.epochs
     return statistics.mean(e.seconds for e in epochs), result.test_accuracy
@@ -97,9 +101,14 @@ def gp_floor(config: TrainingConfig, batches: int = 20, rounds: int = 3) -> floa
     """Median over batches of (forward without autograd + every layer's dW = dy x^T + the
     optimiser step) / (a baseline step: forward, backward, optimiser step), the two timed
     alternately on the same batches; the first round warms up and is not counted."""
-    configure_threads()
     config = resolve_recipe(config)
-    data = load_dataset(config.dataset, None, batches * config.batch_size, 64)
+    data = load_dataset(
+        config.dataset,
+        None,
+        batches * config.batch_size,
+        64,
+        fashion_mnist_dir=FASHION_MNIST_DIR,
+    )
     torch.manual_seed(0)
     model = build_model(config.model, data.input_shape, data.num_classes, config.width)
     model.train()
@@ -139,6 +148,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1, help="alternating rounds per technique")
     args = parser.parse_args()
+    configure_threads()
     cases = [
         TrainingConfig(model="lenet5", dataset="mnist", batch_size=64),
         TrainingConfig(model="resnet8", dataset="fashion-mnist", width=16, batch_size=64),
@@ -158,7 +168,7 @@ def main() -> None:
             update={"train_samples": 2 * config.batch_size, "test_samples": 64, "epochs": 1}
         )
         for name in names:
-            run_training(warm_up, TECHNIQUES[name])
+            run_training(warm_up, TECHNIQUES[name], fashion_mnist_dir=FASHION_MNIST_DIR)
         seconds: dict[str, list[float]] = {name: [] for name in names}
         accuracy: dict[str, float] = {}
         for _ in range(args.repeat):

@@ -181,7 +181,7 @@ def embedded_server(data_dir: Path, *serve_args: str, **env: str) -> Iterator[Se
 
 def start_worker(env: dict[str, str], cwd: Path) -> subprocess.Popen:
     """A real Celery worker process running Orrery's tasks."""
-    from backend.cli import worker_command
+    from backend.cli.launcher import worker_command
 
     return subprocess.Popen(
         worker_command(concurrency=1, loglevel="INFO"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from backend import cli
+from backend.cli import tables as cli
 
 
 def run_row(run_id: int, accuracy: float, did_not_learn: bool | None) -> dict[str, object]:

@@ -17,7 +17,11 @@ def test_environment_variables_override_with_prefix(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ORRERY_DATABASE_URL", "postgresql+psycopg://u@db:5432/o")
     monkeypatch.setenv("ORRERY_BROKER_URL", "redis://cache:6379/0")
     monkeypatch.setenv("ORRERY_MAX_RUNS_PER_EXPERIMENT", "12")
+    monkeypatch.setenv("ORRERY_FASHION_MNIST_DIR", "/data/fashion")
     settings = Settings()
+    assert settings.fashion_mnist_dir == Path("/data/fashion")
+    monkeypatch.setenv("ORRERY_FASHION_MNIST_DIR", "")
+    assert Settings().fashion_mnist_dir is None  # the default folder, as before
     assert settings.effective_database_url == "postgresql+psycopg://u@db:5432/o"
     assert settings.effective_broker_url == "redis://cache:6379/0"
     assert settings.max_runs_per_experiment == 12

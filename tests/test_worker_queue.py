@@ -5,7 +5,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from backend.queue import QUEUE, TaskName, declare_queue, make_celery
+from backend.delivery.queue import QUEUE, TaskName, declare_queue, make_celery
 from backend.settings import Settings
 from tests.conftest import orrery_env, start_worker, stop_process
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import worker.liveness  # noqa: F401  (connects the worker heartbeat to the worker's signals)
-from backend.queue import make_celery
+from backend.delivery.liveness import connect_worker_signals
+from backend.delivery.queue import make_celery
 from backend.settings import get_settings
 
+connect_worker_signals()  # the worker's heartbeat in the database (worker liveness)
 app = make_celery(get_settings())
 app.conf.include = ["worker.tasks"]

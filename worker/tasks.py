@@ -1,4 +1,4 @@
-"""Celery tasks. The API sends them by the names in `backend.queue.TaskName`."""
+"""Celery tasks. The API sends them by the names in `backend.delivery.queue.TaskName`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import socket
 from celery import Task
 from sqlalchemy.exc import OperationalError
 
-from backend.leases import LeaseTerms
-from backend.queue import TaskName
+from backend.delivery.leases import LeaseTerms
+from backend.delivery.queue import TaskName
 from backend.settings import get_settings
 from worker.app import app
+from worker.intra_op_threads import configure_threads
 from worker.jobs import run_training_job
 from worker.training import Progress
 
@@ -42,6 +43,7 @@ def train(self: Task, training_id: int) -> dict[str, object]:
         )
 
     settings = get_settings()
+    configure_threads()
     status = run_training_job(
         settings.worker_database_url,
         training_id,

@@ -10,18 +10,40 @@ link never shows a run that one of them could not see today: a team member who p
 team dashboard at the owner's private runs (or at "every run") cannot publish them, whoever
 made the link. Only the dashboard's owner or an owner of its team may make links, and a link
 stops working when its creator loses that right.
+
+Deleting results is for their owner alone. A team is seen by its members only, and managed by
+its owners; an invitation is seen by the email it is addressed to; an API token by its user.
+Accounts are made by administrators.
+
+Routes take what they act on through the dependencies at the end (`VisibleRun`,
+`EditableExperiment`, `TeamOwner`, `SharedView`, ...), which load the object from the request's
+path and answer 404 when the caller may not see it (as if it did not exist) and 403 when they
+see it but may not do this; no route writes the check out. Open choice: a viewer learns that an
+object exists (403, not 404) when trying to change it, since they can read it anyway.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, NamedTuple
 
+from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from backend.api.security import team_ids
-from backend.db.models import Dashboard, Experiment, ShareLink, TeamMembership, User
+from backend.api.deps import DbSession
+from backend.api.security import CurrentUser, hash_token, team_ids
+from backend.auth.users import normalise_email
+from backend.db.models import (
+    ApiToken,
+    Dashboard,
+    Experiment,
+    Run,
+    ShareLink,
+    TeamInvitation,
+    TeamMembership,
+    User,
+)
 
 EDITOR_ROLES = ("owner", "member")
 
@@ -87,3 +109,236 @@ def share_link_viewer(db: Session, dashboard: Dashboard, link: ShareLink) -> Vie
     if setter is None:
         return None
     return tuple({user.id: user for user in (creator, owner, setter)}.values())
+
+
+def can_see_experiment(db: Session, viewer: Viewer, experiment_id: int) -> bool:
+    query = select(Experiment.id).where(Experiment.id == experiment_id, visible_to(viewer, db))
+    return db.scalar(query) is not None
+
+
+def membership(db: Session, team_id: int, user_id: int) -> TeamMembership | None:
+    return db.scalar(
+        select(TeamMembership).where(
+            TeamMembership.team_id == team_id, TeamMembership.user_id == user_id
+        )
+    )
+
+
+# Dependencies: the object a request acts on, once the caller may act on it.
+
+
+def _action(request: Request) -> str:
+    """What a changing request does, for its refusal: PATCH annotates, a POST to
+    `.../{id}/<verb>` does the verb."""
+    if request.method == "PATCH":
+        return "annotate"
+    return request.url.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _forbidden(message: str) -> HTTPException:
+    return HTTPException(status.HTTP_403_FORBIDDEN, message)
+
+
+def visible_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> Experiment:
+    experiment = db.scalar(
+        select(Experiment).where(Experiment.id == experiment_id, visible_to(user, db))
+    )
+    if experiment is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"experiment {experiment_id} not found")
+    return experiment
+
+
+VisibleExperiment = Annotated[Experiment, Depends(visible_experiment)]
+
+
+def editable_experiment(
+    experiment: VisibleExperiment, request: Request, db: DbSession, user: CurrentUser
+) -> Experiment:
+    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
+        raise _forbidden(f"viewers cannot {_action(request)} experiments")
+    return experiment
+
+
+def deletable_experiment(experiment: VisibleExperiment, user: CurrentUser) -> Experiment:
+    if not can_delete(user, experiment.owner_id):
+        raise _forbidden("only the owner may delete an experiment")
+    return experiment
+
+
+EditableExperiment = Annotated[Experiment, Depends(editable_experiment)]
+DeletableExperiment = Annotated[Experiment, Depends(deletable_experiment)]
+
+
+def visible_run(run_id: int, db: DbSession, user: CurrentUser) -> Run:
+    """The run; its experiment is loaded with it (`run.experiment` costs no query)."""
+    found = db.execute(
+        select(Run, Experiment)
+        .join(Experiment, Experiment.id == Run.experiment_id)
+        .where(Run.id == run_id, visible_to(user, db))
+    ).first()
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    return found[0]
+
+
+VisibleRun = Annotated[Run, Depends(visible_run)]
+
+
+def editable_run(run: VisibleRun, request: Request, db: DbSession, user: CurrentUser) -> Run:
+    """A run its experiment's owner and team owners and members may annotate, cancel, retry."""
+    experiment = run.experiment
+    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
+        raise _forbidden(f"viewers cannot {_action(request)} runs")
+    return run
+
+
+def deletable_run(run: VisibleRun, user: CurrentUser) -> Run:
+    if not can_delete(user, run.experiment.owner_id):
+        raise _forbidden("only the owner may delete a run")
+    return run
+
+
+def visible_runs(
+    ids: Annotated[list[int], Query(min_length=1, max_length=1000, description="run ids")],
+    db: DbSession,
+    user: CurrentUser,
+) -> list[Run]:
+    """The runs of `ids`, by id; 404 naming those the caller may not see."""
+    runs = list(
+        db.scalars(
+            select(Run)
+            .join(Experiment, Experiment.id == Run.experiment_id)
+            .where(Run.id.in_(ids), visible_to(user, db))
+            .order_by(Run.id)
+        )
+    )
+    missing = sorted(set(ids) - {run.id for run in runs})
+    if missing:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"runs not found: {missing}")
+    return runs
+
+
+VisibleRuns = Annotated[list[Run], Depends(visible_runs)]
+EditableRun = Annotated[Run, Depends(editable_run)]
+DeletableRun = Annotated[Run, Depends(deletable_run)]
+
+
+def visible_dashboard(dashboard_id: str, db: DbSession, user: CurrentUser) -> Dashboard:
+    dashboard = db.scalar(
+        select(Dashboard).where(
+            Dashboard.id == dashboard_id,
+            owned_or_shared(user, Dashboard.owner_id, Dashboard.team_id),
+        )
+    )
+    if dashboard is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"dashboard {dashboard_id} not found")
+    return dashboard
+
+
+VisibleDashboard = Annotated[Dashboard, Depends(visible_dashboard)]
+
+
+def editable_dashboard(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> Dashboard:
+    """A dashboard its owner and its team's owners and members may change or delete, and
+    whose share links they may list and revoke."""
+    if not can_edit(db, user, dashboard.owner_id, dashboard.team_id):
+        raise _forbidden("team viewers cannot change dashboards")
+    return dashboard
+
+
+def shareable_dashboard(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> Dashboard:
+    if not can_share(db, user, dashboard):
+        raise _forbidden(
+            "only the dashboard's owner or an owner of its team may create share links"
+        )
+    return dashboard
+
+
+EditableDashboard = Annotated[Dashboard, Depends(editable_dashboard)]
+ShareableDashboard = Annotated[Dashboard, Depends(shareable_dashboard)]
+
+
+class DashboardThroughLink(NamedTuple):
+    dashboard: Dashboard
+    viewer: Viewer
+
+
+def shared_view(
+    token: Annotated[str, Path(min_length=1, max_length=128)], db: DbSession
+) -> DashboardThroughLink:
+    """A share link's dashboard and the eyes it reads with; 404 for a link unknown, revoked or
+    no longer holding (`share_link_viewer`). No login."""
+    found = db.execute(
+        select(Dashboard, ShareLink)
+        .join(ShareLink, ShareLink.dashboard_id == Dashboard.id)
+        .where(ShareLink.token_hash == hash_token(token), ShareLink.revoked_at.is_(None))
+    ).first()
+    viewer = share_link_viewer(db, *found) if found is not None else None
+    if found is None or viewer is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "this link does not exist or was revoked")
+    return DashboardThroughLink(found[0], viewer)
+
+
+SharedView = Annotated[DashboardThroughLink, Depends(shared_view)]
+
+
+def team_member(team_id: int, db: DbSession, user: CurrentUser) -> TeamMembership:
+    """The caller's membership of the team; people outside it get 404."""
+    found = membership(db, team_id, user.id)
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"team {team_id} not found")
+    return found
+
+
+TeamMember = Annotated[TeamMembership, Depends(team_member)]
+
+
+def team_owner(member: TeamMember) -> TeamMembership:
+    if member.role != "owner":
+        raise _forbidden("only a team owner may do this")
+    return member
+
+
+def team_owner_or_leaving(user_id: int, member: TeamMember, user: CurrentUser) -> TeamMembership:
+    """Removing `user_id` from the team: an owner may remove anyone; anyone may leave."""
+    return member if user_id == user.id else team_owner(member)
+
+
+TeamOwner = Annotated[TeamMembership, Depends(team_owner)]
+TeamOwnerOrLeaving = Annotated[TeamMembership, Depends(team_owner_or_leaving)]
+
+
+def my_invitation(invitation_id: int, db: DbSession, user: CurrentUser) -> TeamInvitation:
+    """An invitation addressed to the caller's email; anyone else's is 404."""
+    invitation = db.scalar(
+        select(TeamInvitation).where(
+            TeamInvitation.id == invitation_id,
+            TeamInvitation.email == normalise_email(user.email),
+        )
+    )
+    if invitation is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"invitation {invitation_id} not found")
+    return invitation
+
+
+MyInvitation = Annotated[TeamInvitation, Depends(my_invitation)]
+
+
+def my_token(token_id: int, db: DbSession, user: CurrentUser) -> ApiToken:
+    """One of the caller's own API tokens; anyone else's is 404."""
+    token = db.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user.id))
+    if token is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"token {token_id} not found")
+    return token
+
+
+MyToken = Annotated[ApiToken, Depends(my_token)]
+
+
+def administrator(user: CurrentUser) -> User:
+    if not user.is_admin:
+        raise _forbidden("only an administrator may do this")
+    return user
+
+
+Administrator = Annotated[User, Depends(administrator)]

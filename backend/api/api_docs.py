@@ -2,7 +2,7 @@
 
 FastAPI's own pages load their scripts from a CDN, which leaves them blank without internet.
 Here the same pages load them from the `fastapi-offline` package's copy of the Swagger UI and
-ReDoc bundles, served by this app, as Plotly is (api/pages.py): no CDN, no copy in the
+ReDoc bundles, served by this app, as Plotly is (api/routes/pages.py): no CDN, no copy in the
 repository, no web fonts.
 """
 

@@ -11,9 +11,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
-from backend.api import (
+from backend.api import api_docs
+from backend.api.cached_reads import CachedReads
+from backend.api.limits import BodySizeLimit, ConcurrencyLimit
+from backend.api.refusals import REFUSALS, domain_refusal
+from backend.api.routes import (
     accounts,
-    api_docs,
+    catalog,
     dashboards,
     experiments,
     health,
@@ -23,14 +27,12 @@ from backend.api import (
     runs,
     teams,
 )
-from backend.api.cached_reads import CachedReads
-from backend.api.limits import BodySizeLimit, ConcurrencyLimit
 from backend.api.snapshot_cache import SnapshotCache
 from backend.api.snapshot_reader import snapshot_reader
 from backend.api.unicode_input import RefuseLoneSurrogates
 from backend.auth.redact import redact_access_log, validation_error_handler
-from backend.queue import make_celery
-from backend.reconcile import reconciler_lifespan
+from backend.delivery.queue import make_celery
+from backend.delivery.reconcile import reconciler_lifespan
 from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
@@ -98,6 +100,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()
     app.add_exception_handler(DBAPIError, database_error)
+    for refusal in REFUSALS:
+        app.add_exception_handler(refusal, domain_refusal)
     for router in (
         health.router,
         accounts.router,
@@ -107,6 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runs.router,
         papers.router,
         preferences.router,
+        catalog.router,
     ):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(dashboards.router, prefix=API_PREFIX)

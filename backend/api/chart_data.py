@@ -13,7 +13,9 @@ from sqlalchemy.orm import Session, aliased
 from backend.analysis.groups import run_group_key
 from backend.analysis.pareto import front_2d
 from backend.api.access import Viewer, visible_to
+from backend.api.schemas import RunMeasuresOut
 from backend.db.models import EpochMetric, Experiment, LayerResult, Run
+from backend.specs.figures import RUN_MEASURES, SIMULATED
 
 MAX_CHART_RUNS = 200
 ACCELERATOR_FIELDS = ("rows", "cols", "dataflow", "clock_mhz", "dram_bandwidth", "word_bytes")
@@ -21,20 +23,16 @@ SUMMARY_FIELDS = (
     "energy_by_level", "energy_by_operand", "seconds", "utilization", "array_cycles",
     "exposed_extension_cycles",
 )  # fmt: skip
-LAYER_FIELDS = (
-    "layer", "training_pass", "role", "compute_cycles", "stall_cycles", "total_cycles",
-    "macs_algorithmic", "macs_actual", "macs_skipped", "macs_overhead", "dram_bytes", "energy_pj",
-)  # fmt: skip
+LAYER_FIELDS = ("layer", "training_pass", "role", *(measure.key for measure in SIMULATED))
 EPOCH_FIELDS = ("epoch", "train_loss", "test_loss", "train_accuracy", "test_accuracy", "figures")
 RUN_FIELDS = (
     "id", "experiment_id", "training_id", "technique", "model", "dataset", "accelerator_name",
-    "seed", "is_baseline", "status", "progress", "params", "accuracy", "loss", "speedup",
-    "energy_ratio", "energy_pj", "total_cycles", "compute_cycles", "stall_cycles",
-    "macs_algorithmic", "macs_actual", "macs_skipped", "macs_overhead", "dram_bytes",
+    "seed", "is_baseline", "status", "progress", "params",
+    *(measure.key for measure in RUN_MEASURES),
 )  # fmt: skip
 
 
-class ChartRun(BaseModel):
+class ChartRun(RunMeasuresOut):  # type: ignore[misc,valid-type]
     id: int
     experiment_id: int
     training_id: int | None
@@ -47,19 +45,6 @@ class ChartRun(BaseModel):
     status: str
     progress: float
     params: dict[str, Any]
-    accuracy: float | None
-    loss: float | None
-    speedup: float | None
-    energy_ratio: float | None
-    energy_pj: float | None
-    total_cycles: int | None
-    compute_cycles: int | None
-    stall_cycles: int | None
-    macs_algorithmic: int | None
-    macs_actual: int | None
-    macs_skipped: int | None
-    macs_overhead: int | None
-    dram_bytes: int | None
     did_not_learn: bool | None = Field(description="accuracy below chance + the margin")
     group: str = Field(description="the seed-group key (runs equal but for the seed share it)")
     baseline_accuracy: float | None = Field(description="accuracy of the run's baseline")

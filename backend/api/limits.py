@@ -1,6 +1,6 @@
-"""Limits that keep clients from exhausting the service: request body size, requests at work
-at once, and the number of runs one user may have queued or running. (The sweep expansion
-limit lives in the expander.)
+"""Limits that keep clients from exhausting the service: request body size and requests at
+work at once, as ASGI middleware. (The number of runs one user may have queued or running is
+`backend.experiments.quota`; the sweep expansion limit lives in the expander.)
 """
 
 from __future__ import annotations
@@ -8,15 +8,9 @@ from __future__ import annotations
 import asyncio
 import re
 
-from fastapi import HTTPException, status
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from fastapi import status
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from backend.db.models import Experiment, Run, User
-
-ACTIVE = ("queued", "running")
 
 
 def replaying(body: bytes, receive: Receive) -> Receive:
@@ -98,36 +92,3 @@ class ConcurrencyLimit:
             return
         async with self._slots:
             await self.app(scope, receive, send)
-
-
-def active_runs(db: Session, user: User) -> int:
-    query = (
-        select(func.count())
-        .select_from(Run)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(Experiment.owner_id == user.id, Run.status.in_(ACTIVE))
-    )
-    return db.scalar(query) or 0
-
-
-def check_active_runs(
-    db: Session,
-    user: User,
-    new_runs: int,
-    limit: int,
-    what: str = "this experiment",
-    whose: str = "your",
-) -> None:
-    """429 when the new runs would take the user over their queued-plus-running limit.
-
-    The user's row is locked (PostgreSQL) until the submission commits, so two concurrent
-    submissions cannot both slip under the limit.
-    """
-    db.execute(select(User.id).where(User.id == user.id).with_for_update())
-    active = active_runs(db, user)
-    if active + new_runs > limit:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            f"{what} adds {new_runs} runs to {whose} {active} queued or running ones, "
-            f"over the limit of {limit} per user; wait for runs to finish or cancel some",
-        )

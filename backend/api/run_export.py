@@ -16,6 +16,7 @@ from typing import Any
 from backend.analysis.groups import run_group_key
 from backend.db.models import Run
 from backend.specs.accelerator import AcceleratorConfig
+from backend.specs.figures import RUN_MEASURES
 from backend.specs.techniques import TECHNIQUES
 from backend.specs.training import TrainingConfig
 
@@ -23,9 +24,8 @@ RUN_COLUMNS = [
     "id", "experiment_id", "technique", "model", "dataset", "accelerator_name", "seed",
     "is_baseline", "baseline_hardware", "baseline_run_id", "status", "error", "attempts",
     "created_at", "started_at", "finished_at", "duration_seconds",
-    "accuracy", "loss", "did_not_learn", "speedup", "energy_ratio", "total_cycles",
-    "compute_cycles", "stall_cycles", "energy_pj", "macs_algorithmic", "macs_actual",
-    "macs_skipped", "macs_overhead", "dram_bytes", "group", "params", "tags", "notes",
+    *(measure.key for measure in RUN_MEASURES), "did_not_learn",
+    "group", "params", "tags", "notes",
 ]  # fmt: skip
 
 
@@ -75,9 +75,19 @@ def export_row(run: Run) -> dict[str, Any]:
     return row
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def csv_cell(value: Any) -> Any:
-    """Lists and mappings as JSON; everything else as the csv module writes it."""
-    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
+    """Lists and mappings as JSON; text that a spreadsheet would run as a formula (a custom
+    accelerator's name, notes, tags) behind a leading apostrophe, so it shows as text; numbers
+    and everything else as the csv module writes them. The JSON export keeps every value."""
+    if isinstance(value, list | dict):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def nested_row(run: Run) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from backend.api.access import Viewer, visible_to
 from backend.db.models import Experiment, Run
+from backend.specs.figures import RUN_MEASURES
 
 SORTABLE = {
     "id": Run.id,
@@ -24,18 +25,7 @@ SORTABLE = {
     "accelerator_name": Run.accelerator_name,
     "seed": Run.seed,
     "progress": Run.progress,
-    "accuracy": Run.accuracy,
-    "loss": Run.loss,
-    "total_cycles": Run.total_cycles,
-    "compute_cycles": Run.compute_cycles,
-    "stall_cycles": Run.stall_cycles,
-    "energy_pj": Run.energy_pj,
-    "macs_algorithmic": Run.macs_algorithmic,
-    "macs_actual": Run.macs_actual,
-    "macs_skipped": Run.macs_skipped,
-    "dram_bytes": Run.dram_bytes,
-    "speedup": Run.speedup,
-    "energy_ratio": Run.energy_ratio,
+    **{measure.key: getattr(Run, measure.key) for measure in RUN_MEASURES},
 }
 METRICS = {
     name

@@ -112,7 +112,8 @@ class RunOut(RunMetrics):
     is_baseline: bool
     baseline_hardware: str = Field(
         description="technique run: the baseline it is compared with ('dense': every extension "
-        "off; 'same': its own accelerator with only zero-skipping); baseline run: its hardware"
+        "off, every tensor stored dense; 'same': its own accelerator with only zero-skipping and "
+        "its storage formats); baseline run: its hardware"
     )
     technique: str
     model: str

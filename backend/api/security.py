@@ -115,9 +115,4 @@ def team_ids(db: Session, user: User, roles: tuple[str, ...] | None = None) -> l
     return list(db.scalars(query))
 
 
-def require_admin(user: User) -> None:
-    if not user.is_admin:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "only an administrator may do this")
-
-
 CurrentUser = Annotated[User, Depends(current_user)]

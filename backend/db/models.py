@@ -167,6 +167,11 @@ class Training(Base):
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)
     task_id: Mapped[str | None] = mapped_column(String(64))
+    # When the training's last message was accepted by the broker, and how many were sent since
+    # it last became queued: what the reconciler reads to re-send an overdue one
+    # (backend/delivery/send.py, backend/delivery/reconcile.py).
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sends: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # The fencing token: deliveries claimed so far, plus one per retry (a retry supersedes any
     # delivery still holding an old token). The current holder's writes must present it.
     attempts: Mapped[int] = mapped_column(Integer, default=0)

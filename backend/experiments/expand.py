@@ -12,6 +12,10 @@ Hardware follows the technique: a run switches on only the extensions its techni
 MCACHE for MERCURY, zero-skipping for SparseTrain, the predictor unit for ADA-GP) and only where
 the accelerator offers them; a baseline runs on the plain accelerator. Speedup is then the
 technique on its accelerator against plain training on the plain accelerator, as in the papers.
+The plain accelerator is dense in storage too: bitmap and compressed formats go with
+zero-skipping (AcceleratorConfig.with_extensions), so a 'dense' baseline, and any run whose
+techniques do not use zero-skipping, stores every tensor dense; a 'same' baseline keeps
+zero-skipping and the accelerator's formats.
 """
 
 from __future__ import annotations
@@ -82,8 +86,9 @@ def hardware_for(accelerator: dict[str, Any], techniques: set[str]) -> dict[str,
 
 
 def baseline_hardware_for(accelerator: dict[str, Any], kind: BaselineHardware) -> dict[str, Any]:
-    """The accelerator a baseline runs on: every extension off ('dense'), or only
-    zero-skipping left as the accelerator has it ('same')."""
+    """The accelerator a baseline runs on: every extension off and every tensor stored dense
+    ('dense'), or only zero-skipping, with the accelerator's storage formats, left as the
+    accelerator has it ('same')."""
     extensions = SAME_BASELINE_EXTENSIONS if kind == "same" else frozenset()
     return AcceleratorConfig.model_validate(accelerator).with_extensions(extensions).model_dump()
 

@@ -32,11 +32,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from backend.db.models import Run, RunAttempt, Training
-from backend.experiments.service import (
-    BrokerUnavailable,
-    enqueue_trainings,
-    refresh_experiment_status,
-)
+from backend.delivery.send import BrokerUnavailable, enqueue_trainings
+from backend.experiments.service import refresh_experiment_status
 
 log = logging.getLogger("orrery.retry")
 RETRYABLE = ("failed", "cancelled")

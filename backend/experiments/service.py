@@ -1,12 +1,11 @@
-"""Recording experiments and their runs, enqueueing trainings, cancelling, and status roll-up.
+"""Recording experiments and their runs, submitting them, cancelling, and status roll-up.
 
 Used by the API (create, cancel) and by the worker (status roll-up). No web or Celery types here
-except the Celery app handed in to send tasks by name.
+except the Celery app handed in to send tasks by name (`backend.delivery.send`).
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,22 +14,12 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from backend.db.models import Experiment, Run, Training
+from backend.delivery.send import BrokerUnavailable, enqueue_trainings
 from backend.experiments.expand import Expansion, RunPlan, training_key
-from backend.queue import TaskName
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import BASELINE
 
 TERMINAL = ("done", "failed", "cancelled")
-SEND_RETRY_POLICY = {
-    "max_retries": 2,
-    "interval_start": 0,
-    "interval_step": 0.2,
-    "interval_max": 0.5,
-}
-
-
-class BrokerUnavailable(RuntimeError):
-    """The task queue could not be reached; nothing was recorded."""
 
 
 def record_experiment(
@@ -97,27 +86,6 @@ def record_experiment(
             reference = (baseline_key, plan.accelerator_key, plan.baseline_hardware)
             run.baseline_run_id = baselines[reference].id
     return experiment
-
-
-def enqueue_trainings(db: Session, celery: Celery, trainings: list[Training]) -> None:
-    """Give each training a task id, commit, then send the tasks by name."""
-    for training in trainings:
-        training.task_id = str(uuid.uuid4())
-    db.commit()
-    for training in trainings:
-        try:
-            celery.send_task(
-                TaskName.TRAIN,
-                args=[training.id],
-                task_id=training.task_id,
-                retry=True,
-                retry_policy=SEND_RETRY_POLICY,
-                # Progress and results live in the database. Without this the sender would
-                # also subscribe to the result store, which, with Redis down, waits ~19 s.
-                ignore_result=True,
-            )
-        except Exception as exc:  # kombu raises many connection error types
-            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
 
 
 def submit(

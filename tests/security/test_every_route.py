@@ -27,6 +27,7 @@ PUBLIC = {
     ("POST", "/api/v1/auth/login"),
     ("GET", "/api/v1/shared/{token}"),
     ("GET", "/api/v1/techniques"),
+    ("GET", "/api/v1/figures"),
 }
 # Streams until the experiment finishes; its refusals are checked, not its stream.
 STREAMING = {("GET", "/api/v1/experiments/{experiment_id}/events")}

@@ -13,7 +13,6 @@ from backend.specs.training import DATASET_NAMES
 from worker.training import DatasetUnavailable
 from worker.training.datasets import (
     DATASET_REGISTRY,
-    FASHION_MNIST_DIR_VARIABLE,
     dataset_input_shape,
     load_cifar10_dir,
     load_dataset,
@@ -54,20 +53,16 @@ def test_idx_dir_loads_images_scaled_to_unit_range(tmp_path: Path) -> None:
     assert dataset_input_shape("idx-dir", str(tmp_path)) == (1, 6, 6)
 
 
-def test_fashion_mnist_folder_is_overridable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fashion_mnist_folder_is_an_argument(tmp_path: Path) -> None:
     _write_idx_folder(tmp_path, np.random.default_rng(1))
-    monkeypatch.setenv(FASHION_MNIST_DIR_VARIABLE, str(tmp_path))
-    assert load_fashion_mnist().train_images.shape == (20, 1, 6, 6)
+    assert load_fashion_mnist(tmp_path).train_images.shape == (20, 1, 6, 6)
+    loaded = load_dataset("fashion-mnist", "ignored", 7, fashion_mnist_dir=tmp_path)
+    assert loaded.train_images.shape == (7, 1, 6, 6)
 
 
-def test_missing_files_name_the_dataset_and_the_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(FASHION_MNIST_DIR_VARIABLE, str(tmp_path / "nowhere"))
+def test_missing_files_name_the_dataset_and_the_install(tmp_path: Path) -> None:
     with pytest.raises(DatasetUnavailable, match=r"fashion-mnist.*apt-get install dataset-fashion"):
-        load_fashion_mnist()
+        load_fashion_mnist(tmp_path / "nowhere")
     with pytest.raises(ValueError, match="idx-dir"):
         load_idx_dir(str(tmp_path))
     with pytest.raises(DatasetUnavailable, match="cifar10-dir"):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -183,3 +185,28 @@ def test_a_config_built_by_hand_trains_with_its_recipe() -> None:
     assert resolve_recipe(resolved) == resolved
     explicit = TrainingConfig(model="mlp", dataset="digits", epochs=1, train_samples=256, width=4)
     assert len(run_training(explicit, [BaselineParams()]).epochs) == 1
+
+
+def test_where_the_data_lives_is_an_argument(tmp_path: Path) -> None:
+    """A dataset_path trains only inside the data root it is given (none given: refused), and
+    Fashion-MNIST is read from the folder given; the environment names the threads used."""
+    from worker.training.idx_format import write_idx
+
+    images = np.random.default_rng(0).integers(0, 256, (64, 8, 8), dtype=np.uint8)
+    for folder in (tmp_path / "root" / "set", tmp_path / "fashion"):
+        folder.mkdir(parents=True)
+        write_idx(folder / "train-images-idx3-ubyte", images)
+        write_idx(folder / "train-labels-idx1-ubyte", np.arange(64, dtype=np.uint8) % 10)
+        write_idx(folder / "t10k-images-idx3-ubyte", images[:16])
+        write_idx(folder / "t10k-labels-idx1-ubyte", np.arange(16, dtype=np.uint8) % 10)
+    tiny = {"model": "mlp", "epochs": 1, "batch_size": 16, "width": 4}
+    in_root = TrainingConfig(dataset="idx-dir", dataset_path=str(tmp_path / "root/set"), **tiny)
+    with pytest.raises(ValueError, match="data root"):
+        run_training(in_root, [])
+    with pytest.raises(ValueError, match="data root"):
+        run_training(in_root, [], data_root=tmp_path / "fashion")
+    assert len(run_training(in_root, [], data_root=tmp_path / "root").epochs) == 1
+    fashion = TrainingConfig(dataset="fashion-mnist", test_samples=16, **tiny)
+    result = run_training(fashion, [], fashion_mnist_dir=tmp_path / "fashion")
+    assert result.workload.iterations == 64 // 16
+    assert result.environment["intra_op_threads"] == torch.get_num_threads()

@@ -9,6 +9,7 @@ from torch import Tensor
 
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
+from backend.techniques.mercury import TECHNIQUE as MERCURY_ENTRY
 from backend.techniques.mercury.mcache import CacheModel, owners, reference_owners
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.mercury.signatures import RandomProjection, pack_signs
@@ -20,6 +21,7 @@ from worker.training.hook_chain import HookChain
 from worker.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument, mark_classifier
 from worker.training.models import MODEL_REGISTRY, build_model
 from worker.training.recorder import WorkloadRecorder
+from worker.training.technique import Step
 
 CACHES = [
     CacheModel("unbounded"),
@@ -165,6 +167,39 @@ def test_reuse_copies_owner_outputs_and_folds_the_weight_gradient() -> None:
     assert torch.allclose(x.grad, dense_dx, atol=1e-5)  # BWD-DATA stays dense
 
 
+def test_mac_weighted_reuse_by_hand() -> None:
+    """Two layers, two batches, the second without a backward pass (as an ADA-GP step). Rows
+    repeat exactly, so an unbounded MCACHE's hits are known: the linear layer's rows a a b a c b
+    hit 3 times per batch; the 1x1 conv's four identical windows 3 times."""
+    fc = GemmLayer("fc", torch.nn.Linear(4, 3))  # 12 MACs per row
+    conv = GemmLayer("conv", torch.nn.Conv2d(2, 3, 1))  # 6 MACs per window
+    params = MercuryParams(
+        signature_bits=64, max_bits=64, centre_inputs=False, cache="unbounded", adaptive=False
+    )
+    mercury = Mercury(params)
+    mercury.setup(torch.nn.Sequential(fc, conv), [fc, conv], seed=0)
+    a, b, c = [1.0, 0.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]
+    rows = torch.tensor([a, a, b, a, c, b])
+    windows = torch.tensor([1.0, 2.0]).reshape(1, 2, 1, 1).expand(1, 2, 2, 2).contiguous()
+    for index, backward in enumerate((True, False)):
+        step = Step(0, index, index)
+        mercury.start_batch(step)
+        assert mercury.reuse_map(fc, rows).hits == 3
+        assert mercury.reuse_map(conv, windows).hits == 3
+        mercury.before_step(step, backward, 1.0)
+    figures = mercury.epoch_figures()
+    # fc: FWD 2 x 6 rows, 6 hit; BWD-WEIGHT (first batch only) 6 positions, 3 folded.
+    assert figures.per_layer["fc"]["reuse_macs"] == pytest.approx((6 + 3) / (12 + 6))
+    # conv: FWD 2 x 4 windows, 6 hit; BWD-WEIGHT 4 positions, 3 folded.
+    assert figures.per_layer["conv"]["reuse_macs"] == pytest.approx((6 + 3) / (8 + 4))
+    skipped = (6 + 3) * 12 + (6 + 3) * 6
+    total = (12 + 6) * 12 + (8 + 4) * 6
+    assert figures.scalars["reuse_macs"] == pytest.approx(skipped / total)
+    assert figures.scalars["hit_rate"] == pytest.approx(12 / 20)  # rows-weighted
+    assert "reuse_macs" in {figure.key for figure in MERCURY_ENTRY.figures}
+    assert mercury.epoch_figures().scalars["reuse_macs"] == 0.0  # counts restart each epoch
+
+
 DIGITS = TrainingConfig(model="lenet5", dataset="digits", epochs=20, batch_size=32)
 
 
@@ -190,6 +225,7 @@ def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
     assert 0 < first.figures["hit_rate"] < 1
     conv1 = first.per_layer["conv1"]
     assert conv1["hit_rate"] > 0 and conv1["signature_bits"] == 8
+    assert 0 < conv1["reuse_macs"] < 1 and 0 < first.figures["reuse_macs"] < 1
     assert all(first.per_layer[name]["reuse_on"] == 1.0 for name in ("conv1", "fc1", "fc2"))
     classifier = first.per_layer["fc3"]  # excluded by default
     assert classifier["reuse_on"] == 0.0 and "hit_rate" not in classifier

@@ -555,6 +555,7 @@ def with_tensor_traffic(
         ofmap_reads=ofmap_reads,
         ofmap_writes=ofmap_writes,
         first_fold_words=traffic.first_fold_words,
+        ifmap_writes=traffic.ifmap_writes,
     )
 
 

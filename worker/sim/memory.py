@@ -24,11 +24,27 @@ fold's operands have arrived, nor finish before all traffic has moved. The layer
 of these two bounds: total = max(compute + ceil(first / bw), ceil(words / bw)), so
 stall = max(ceil(first / bw), ceil(words / bw) - compute).
 
+Reuse (MERCURY; applied in worker.sim.simulate): the array computes a reduced GEMM, FWD without
+its hit rows, BWD-WEIGHT with each hit group's positions folded into one. The tiling above is the
+reduced GEMM's (it sets the folds and every re-read), and the words it leaves out that still move
+are added once each: every A element left out is read once (a hit row's window, which its
+signature needs; every dY of a folded group, summed on chip as it streams in) and every hit
+row's output is written once (the copy lands in the output tensor the next layer reads whole).
+B is the reduced GEMM's (FWD: the weights; BWD-WEIGHT: only the groups' representative windows).
+BWD-WEIGHT's later sweeps of A (os, ws: one per column fold) need the group sums again: the sums
+that do not stay resident are written out once, packed (single-position groups too) and in
+A's storage format, after the first sweep (max(0, m * k_folded - S) elements) and re-read like
+any swept operand; summing the dY again from DRAM on each sweep would move more.
+
 Storage formats (stored_words_per_element): an accelerator may store activations, gradients and
 weights dense, as a bitmap or compressed. A tensor with non-zero fraction d then takes, per
 element, 1 word (dense), d + 1/w (bitmap: values plus a presence bit; w bits per word) or
 d * (1 + index_bits / w) (compressed: each non-zero with its index) in DRAM and in the SRAM
-requests of the array; spilled partial sums are dense, C's final write is in C's format. The
+requests of the array; spilled partial sums are dense, C's final write is in C's format. With
+`storage.dense_fallback` (the default) a tensor is stored dense where its format would be larger
+(min(1, the format's words): a compressed tensor of density above 1 / (1 + index_bits / w),
+2/3 for 16-bit indices in 32-bit words, moves dense), decided per tensor at its measured density,
+not per tile or mini-batch (a finer choice would save more where density varies). The
 densities are the workload's measured ones: A and B as the GEMM reads them (after ReLU, pruning),
 C as the GEMM writes it (`density_c`; FWD before any activation, since the models run
 activations as separate layers; 1.0 where not measured). The tiling above is kept dense (fold
@@ -82,6 +98,8 @@ class DramTraffic:
     ofmap_reads: np.ndarray  # partial sums read back after a spill
     ofmap_writes: np.ndarray
     first_fold_words: np.ndarray
+    # A's own writes: BWD-WEIGHT's folded group sums written out for later sweeps (Reuse).
+    ifmap_writes: np.ndarray | float = 0.0
 
     @property
     def reads(self) -> np.ndarray:
@@ -89,12 +107,12 @@ class DramTraffic:
 
     @property
     def words(self) -> np.ndarray:
-        return self.reads + self.ofmap_writes
+        return self.reads + self.ofmap_writes + self.ifmap_writes
 
     def stored(self, per_element: dict[str, np.ndarray]) -> DramTraffic:
         """The traffic with each operand moved in its storage format (words per element, see
         stored_words_per_element). Spilled partial sums move dense; C's final write, its
-        stored format."""
+        stored format; A's writes (folded group sums), A's."""
         final_writes = self.ofmap_writes - self.ofmap_reads
         return DramTraffic(
             ifmap_reads=self.ifmap_reads * per_element["ifmap"],
@@ -102,6 +120,7 @@ class DramTraffic:
             ofmap_reads=self.ofmap_reads,
             ofmap_writes=final_writes * per_element["ofmap"] + self.ofmap_reads,
             first_fold_words=self.first_fold_words,
+            ifmap_writes=self.ifmap_writes * per_element["ifmap"],
         )
 
 
@@ -184,6 +203,7 @@ def stored_words_per_element(
         return None
     word_bits = np.asarray([8.0 * a.word_bytes for a in accels]).reshape(-1, 1)
     index_bits = np.asarray([float(a.storage.index_bits) for a in accels]).reshape(-1, 1)
+    fallback = np.asarray([a.storage.dense_fallback for a in accels]).reshape(-1, 1)
     densities = [
         [op.density_a for op in ops],
         [op.density_b for op in ops],
@@ -194,9 +214,10 @@ def stored_words_per_element(
         kind = np.asarray([kinds.index(_OPERAND_KINDS[op.pass_][slot]) for op in ops])
         fmt = codes[:, kind]  # (configs, GEMMs)
         d = np.asarray(densities[slot], dtype=np.float64).reshape(1, -1)
-        out[name] = np.where(
+        words = np.where(
             fmt == 0,
             1.0,
             np.where(fmt == 1, d + 1.0 / word_bits, d * (1.0 + index_bits / word_bits)),
         )
+        out[name] = np.where(fallback, np.minimum(words, 1.0), words)
     return out

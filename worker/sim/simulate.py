@@ -6,7 +6,12 @@ Python step each per array shape (see worker.sim.zero_skipping and worker.sim.ro
 
 Per execution of one GEMM (all `groups` run back to back):
 - MERCURY (needs an MCACHE): reused rows shrink m to ceil(m * (1 - reused_row_fraction)); folded
-  reduction shrinks k to ceil(k * folded_k_fraction). The reduced GEMM runs on the array.
+  reduction shrinks k to ceil(k * folded_k_fraction). The reduced GEMM runs on the array: it
+  sets the compute, the tiling and every re-read, but not which tensors move. Each element of A
+  the reductions leave out is still read once (a hit row's window, for its signature; a folded
+  dY, summed on chip into its group's sum) and each hit row's copied output is still written
+  once, into the tensor the next layer reads; folded group sums that later sweeps need and
+  SRAM cannot hold are written out once (worker.sim.memory, "Reuse").
 - Array cycles are SCALE-Sim's (worker.sim.systolic) for the reduced GEMM on the os/ws/is
   dataflows, with the streamed steps replaced by zero-skipping's when the accelerator skips zeros
   and an operand is sparse; on the 1-D "row" dataflow a convolution's cycles come from
@@ -28,7 +33,9 @@ Per execution of one GEMM (all `groups` run back to back):
 - SRAM: the array's requests (SCALE-Sim's counts) plus the DRAM fills and drains of each operand.
 - Storage (worker.sim.memory.stored_words_per_element): an accelerator that stores a kind of
   tensor as a bitmap or compressed moves, per element, its measured density plus metadata in
-  words, in DRAM and in the array's SRAM reads; stalls follow the smaller traffic.
+  words (with `storage.dense_fallback`, at most one: the tensor falls back to dense), in DRAM
+  and in the array's SRAM reads; stalls follow the smaller traffic. The config is taken
+  literally: that a baseline stores dense is AcceleratorConfig.with_extensions' doing.
 - Energy (worker.sim.energy) = counts x the accelerator's energy table.
 
 The accelerator is taken as given; each result lists the extensions that were on
@@ -57,7 +64,7 @@ from worker.sim.extensions import (
     count_extra_ops,
     mcache_lookup_cycles,
 )
-from worker.sim.memory import dram_traffic, stall_cycles, stored_words_per_element
+from worker.sim.memory import DramTraffic, dram_traffic, stall_cycles, stored_words_per_element
 from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
 from worker.sim.row_dataflow import (
     RowMapping,
@@ -68,6 +75,7 @@ from worker.sim.row_dataflow import (
 )
 from worker.sim.systolic import (
     DATAFLOW_CODES,
+    IS,
     OS,
     ROW,
     ArrayMapping,
@@ -443,6 +451,7 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
         m, k, n, array.mapping, s.rows, s.cols, s.gemm_df,
         word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
     )  # fmt: skip
+    traffic, moves = _reduced_away(s, traffic, array.mapping, word_capacity["ifmap"] // 2)
     tensor = np.asarray([a.conv_operand_traffic == "tensor" for a in s.accels]).reshape(-1, 1)
     if tensor.any():
         halves = {name: words // 2 for name, words in word_capacity.items()}
@@ -455,17 +464,17 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
     per_element = stored_words_per_element(s.accels, s.workload.ops)
     if per_element is not None:
         traffic = traffic.stored(per_element)
-    stalls = np.where(on_array, stall_cycles(traffic, array.cycles, cfg["dram_bandwidth"]), 0)
+    stalls = np.where(moves, stall_cycles(traffic, array.cycles, cfg["dram_bandwidth"]), 0)
 
     dram_reads = {
-        "ifmap": np.where(on_array, traffic.ifmap_reads, 0) * g,
-        "filter": np.where(on_array, traffic.filter_reads, 0) * g,
-        "ofmap": np.where(on_array, traffic.ofmap_reads, 0) * g,
+        "ifmap": np.where(moves, traffic.ifmap_reads, 0) * g,
+        "filter": np.where(moves, traffic.filter_reads, 0) * g,
+        "ofmap": np.where(moves, traffic.ofmap_reads, 0) * g,
     }
     dram_writes = {
-        "ifmap": np.zeros(s.shape),
+        "ifmap": np.where(moves, traffic.ifmap_writes, 0) * g,
         "filter": np.zeros(s.shape),
-        "ofmap": np.where(on_array, traffic.ofmap_writes, 0) * g,
+        "ofmap": np.where(moves, traffic.ofmap_writes, 0) * g,
     }
     a_words, b_words, c_words = m * k * g, k * n * g, m * n * g
     unit_a_words = np.where(s.on_projector, 0, a_words)  # the projection shares the FWD stream
@@ -484,10 +493,45 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
     if per_element is not None:  # the array reads A and B in their stored format
         sram_reads["ifmap"] = sram_reads["ifmap"] * per_element["ifmap"]
         sram_reads["filter"] = sram_reads["filter"] * per_element["filter"]
+    sram_reads["ifmap"] = sram_reads["ifmap"] + dram_writes["ifmap"]  # group sums drained
+    active = s.runs | moves
     for name in OPERANDS:
-        sram_reads[name] = np.where(s.runs, sram_reads[name], 0)
-        sram_writes[name] = np.where(s.runs, sram_writes[name], 0)
+        sram_reads[name] = np.where(active, sram_reads[name], 0)
+        sram_writes[name] = np.where(active, sram_writes[name], 0)
     return _Traffic(dram_reads, dram_writes, sram_reads, sram_writes, stalls)
+
+
+def _reduced_away(
+    s: _Sweep, traffic: DramTraffic, mapping: ArrayMapping, a_half: np.ndarray
+) -> tuple[DramTraffic, np.ndarray]:
+    """The traffic of the reduced GEMMs (im2col convention, one group) with the words MERCURY's
+    reductions cannot avoid put back, and where each GEMM moves words. Every element of A left
+    out of the reduced GEMM is read once: a hit row's window (its signature needs it; the
+    projection reads the FWD stream) and a folded dY (BWD-WEIGHT sums each hit group's dY on
+    chip). Every hit row's output is written once: its copy lands in the output tensor the next
+    layer reads. B is the reduced GEMM's: FWD's weights, BWD-WEIGHT's representative windows.
+    Folded group sums that later sweeps of A need and that do not stay in `a_half` are written
+    out once (A's writes)."""
+    ops, m, k, n = s.ops, s.m, s.k, s.n
+    reduced = s.has_mcache & ~s.on_unit & ((m < ops.m) | (k < ops.k))
+    if not reduced.any():
+        return traffic, s.on_array
+    read_once = np.where(reduced, ops.m * ops.k - m * k, 0)
+    written_once = np.where(reduced, (ops.m - m) * n, 0)
+    swept_again = (k < ops.k) & (s.gemm_df != IS) & (mapping.col_folds > 1)
+    sums_out = np.where(reduced & swept_again & s.on_array, np.maximum(0, m * k - a_half), 0)
+
+    def computed(words: np.ndarray) -> np.ndarray:
+        return np.where(s.on_array, words, 0)
+
+    return DramTraffic(
+        ifmap_reads=computed(traffic.ifmap_reads) + read_once,
+        filter_reads=computed(traffic.filter_reads),
+        ofmap_reads=computed(traffic.ofmap_reads),
+        ofmap_writes=computed(traffic.ofmap_writes) + written_once,
+        first_fold_words=traffic.first_fold_words,
+        ifmap_writes=sums_out.astype(np.float64),
+    ), s.on_array | reduced
 
 
 def _energy(s: _Sweep, array: _ArrayWork, units: _UnitWork, traffic: _Traffic) -> EnergyColumns:

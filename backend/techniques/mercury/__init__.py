@@ -33,6 +33,14 @@ TECHNIQUE = TechniqueEntry(
             "FWD rows whose output was copied from a cached owner / rows looked up (per layer: "
             "that layer's; the epoch's: over the layers reuse was on in)",
         ),
+        Figure(
+            "reuse_macs",
+            "MAC-weighted reuse",
+            "share of the FWD and BWD-WEIGHT MACs of the layers reuse was on in that reuse "
+            "skipped: FWD hit rows and BWD-WEIGHT folded positions, each worth its layer's MACs "
+            "per row (per layer: that layer's; the epoch's: over those layers). BWD-DATA, which "
+            "reuse leaves dense, is not in the denominator",
+        ),
     ),
     paper=Paper(
         title="MERCURY: input similarity",

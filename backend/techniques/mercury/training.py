@@ -6,6 +6,12 @@ folds each hit group onto its owner's input (layers.py), BWD-DATA stays dense. A
 the adaptive rule may lengthen signatures (validation loss stalled) and switch off layers whose
 hit rate fell below `min_hit_rate`.
 
+Figures per epoch, per layer and over the layers reuse was on in: `hit_rate`, the share of FWD
+rows that hit (weighted by rows: the first layer's many cheap background windows dominate it),
+and `reuse_macs`, the share of those layers' FWD and BWD-WEIGHT MACs that reuse skipped (a FWD
+hit row skips the layer's MACs per row, d x outputs; a folded BWD-WEIGHT position skips as many;
+BWD-DATA stays dense and is left out). A batch's BWD-WEIGHT counts only when its backward ran.
+
 The classifier (the layer producing the logits, found by its role: layers.mark_classifier) is
 not reused unless `reuse_classifier` is on: there a hit copies another image's logits, its
 prediction (measured: -21 points on LeNet-5/MNIST at 16 bits). `excluded_layers` names more.
@@ -48,9 +54,12 @@ from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps
 @dataclass
 class _LayerState:
     projection: RandomProjection
+    row_macs: int  # MACs of one row of the FWD GEMM (d x outputs), and of one BWD-WEIGHT position
     reusing: bool = True
     epoch_rows: int = 0
     epoch_hits: int = 0
+    epoch_weight_rows: int = 0  # rows of this epoch's batches whose BWD-WEIGHT ran
+    epoch_folded: int = 0  # hits those batches' BWD-WEIGHT folded
     fwd_hits: int = 0  # over the training
     folded_hits: int = 0  # hits of batches whose BWD-WEIGHT folded them
     signature_batches: dict[int, int] = field(default_factory=lambda: defaultdict(int))
@@ -66,6 +75,7 @@ class Mercury(Technique):
         self.layers: dict[str, _LayerState] = {}
         self.previous_loss: float | None = None
         self._batch_hits: dict[str, int] = {}
+        self._batch_rows: dict[str, int] = {}
         self._bits_this_epoch = self.bits
 
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
@@ -75,10 +85,11 @@ class Mercury(Technique):
             reusing = layer.name not in self.params.excluded_layers and (
                 self.params.reuse_classifier or not layer.is_classifier
             )
-            self.layers[layer.name] = _LayerState(projection, reusing)
+            self.layers[layer.name] = _LayerState(projection, layer.weight.numel(), reusing)
 
     def start_batch(self, step: Step) -> None:
         self._batch_hits = {}
+        self._batch_rows = {}
         self._bits_this_epoch = self.bits
 
     def reuse_map(self, layer: GemmLayer, x: Tensor) -> ReuseMap | None:
@@ -97,12 +108,18 @@ class Mercury(Technique):
         state.fwd_hits += hits
         state.signature_batches[self.bits] += 1
         self._batch_hits[layer.name] = hits
+        self._batch_rows[layer.name] = len(signatures)
         return reuse
 
     def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
-        if backward_ran and self.params.backward_reuse:
+        if not backward_ran:
+            return
+        for name, rows in self._batch_rows.items():
+            self.layers[name].epoch_weight_rows += rows
+        if self.params.backward_reuse:
             for name, hits in self._batch_hits.items():
                 self.layers[name].folded_hits += hits
+                self.layers[name].epoch_folded += hits
 
     def end_epoch(self, epoch: int, validation_loss: float) -> None:
         if not self.params.adaptive:
@@ -123,16 +140,28 @@ class Mercury(Technique):
 
     def epoch_figures(self) -> EpochFigures:
         per_layer: dict[str, dict[str, float]] = {}
-        rows = hits = 0
+        rows = hits = macs = skipped = 0
         for name, state in self.layers.items():
             per_layer[name] = {"reuse_on": float(state.epoch_rows > 0)}
+            layer_macs = (state.epoch_rows + state.epoch_weight_rows) * state.row_macs
+            layer_skipped = (state.epoch_hits + state.epoch_folded) * state.row_macs
             if state.epoch_rows:
                 per_layer[name]["hit_rate"] = state.epoch_hits / state.epoch_rows
+                per_layer[name]["reuse_macs"] = layer_skipped / layer_macs
                 per_layer[name]["signature_bits"] = float(self._bits_this_epoch)
             rows += state.epoch_rows
             hits += state.epoch_hits
+            macs += layer_macs
+            skipped += layer_skipped
             state.epoch_rows = state.epoch_hits = 0
-        return EpochFigures({"hit_rate": hits / rows if rows else 0.0}, per_layer)
+            state.epoch_weight_rows = state.epoch_folded = 0
+        return EpochFigures(
+            {
+                "hit_rate": hits / rows if rows else 0.0,
+                "reuse_macs": skipped / macs if macs else 0.0,
+            },
+            per_layer,
+        )
 
     def annotate_workload(self, ops: WorkloadOps) -> None:
         for name, state in self.layers.items():

@@ -3,7 +3,11 @@
 Beats go to `worker_heartbeats` every third of the lease from a thread of the worker's main
 process, started once the worker is ready and stopped (its row removed) when it shuts down
 cleanly. A worker that is killed or stopped simply stops beating; the API counts the workers
-that beat within one lease (see `backend.leases`).
+that beat within one lease (see `backend.delivery.leases`). That table, not Celery's remote
+control, is what the API shows as worker liveness: the embedded SQLite broker has none.
+
+The worker connects the beat to its signals with `connect_worker_signals` (worker/app.py);
+the API only reads `worker_liveness`.
 """
 
 from __future__ import annotations
@@ -12,17 +16,55 @@ import logging
 import os
 import socket
 import threading
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from celery.signals import worker_ready, worker_shutdown
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
+from backend.db.models import WorkerHeartbeat
 from backend.db.session import session_scope
-from backend.leases import LeaseTerms, beat_worker, forget_worker
+from backend.delivery.leases import LeaseTerms, utcnow
 from backend.settings import get_settings
 
 log = logging.getLogger("orrery.liveness")
+
+
+@dataclass
+class Liveness:
+    live: int  # workers that beat within the lease
+    last_beat_at: datetime | None
+
+
+def worker_liveness(db: Session, terms: LeaseTerms) -> Liveness:
+    beats = list(db.scalars(select(WorkerHeartbeat.beat_at)))
+    cutoff = terms.cutoff()
+    aware = [b if b.tzinfo else b.replace(tzinfo=UTC) for b in beats]
+    return Liveness(live=sum(b >= cutoff for b in aware), last_beat_at=max(aware, default=None))
+
+
+def beat_worker(db: Session, name: str, hostname: str, pid: int, started_at: datetime) -> None:
+    """Record that worker `name` is alive now."""
+    now = utcnow()
+    updated = db.execute(
+        update(WorkerHeartbeat)
+        .where(WorkerHeartbeat.name == name)
+        .values(beat_at=now, hostname=hostname, pid=pid, started_at=started_at)
+    ).rowcount
+    if not updated:
+        db.add(
+            WorkerHeartbeat(
+                name=name, hostname=hostname, pid=pid, started_at=started_at, beat_at=now
+            )
+        )
+
+
+def forget_worker(db: Session, name: str) -> None:
+    """A worker that shuts down cleanly stops counting as live at once."""
+    db.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.name == name))
 
 
 class WorkerBeat:
@@ -62,7 +104,6 @@ class WorkerBeat:
 _beat: WorkerBeat | None = None
 
 
-@worker_ready.connect
 def _start_beating(sender: Any = None, **_: Any) -> None:
     global _beat
     settings = get_settings()
@@ -72,7 +113,12 @@ def _start_beating(sender: Any = None, **_: Any) -> None:
     _beat.start()
 
 
-@worker_shutdown.connect
 def _stop_beating(**_: Any) -> None:
     if _beat is not None:
         _beat.stop()
+
+
+def connect_worker_signals() -> None:
+    """Beat from the worker's main process once it is ready; stop and forget it at shutdown."""
+    worker_ready.connect(_start_beating, weak=False)
+    worker_shutdown.connect(_stop_beating, weak=False)

@@ -7,12 +7,12 @@ from datetime import datetime
 from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
+from backend.api.access import Administrator, MyToken
 from backend.api.deps import DbSession, SettingsDep
-from backend.api.security import CurrentUser, require_admin
+from backend.api.security import CurrentUser
 from backend.auth import rate_limit
 from backend.auth.csrf import csrf_token
 from backend.auth.passwords import MIN_PASSWORD_LENGTH, hash_password, needs_rehash, verify_password
@@ -24,7 +24,7 @@ from backend.auth.sessions import (
     start_session,
 )
 from backend.auth.tokens import create_token, revoke_token
-from backend.auth.users import AccountError, create_user, user_by_email
+from backend.auth.users import create_user, user_by_email
 from backend.db.models import ApiToken, Team, TeamMembership, User
 from backend.settings import Settings
 
@@ -176,23 +176,14 @@ def new_token(body: TokenIn, db: DbSession, user: CurrentUser) -> NewToken:
 
 
 @router.delete("/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_token(token_id: int, db: DbSession, user: CurrentUser) -> Response:
+def delete_token(token: MyToken, db: DbSession) -> Response:
     """Revoke one of your tokens; it stops working at once."""
-    row = db.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user.id))
-    if row is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"token {token_id} not found")
-    revoke_token(db, row)
+    revoke_token(db, token)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/users", response_model=UserOut, status_code=status.HTTP_201_CREATED)
-def new_user(body: UserIn, db: DbSession, user: CurrentUser) -> UserOut:
+def new_user(body: UserIn, db: DbSession, _admin: Administrator) -> UserOut:
     """Create an account (administrators only)."""
-    require_admin(user)
-    try:
-        created = create_user(db, body.email, body.password, body.display_name, body.is_admin)
-    except AccountError as exc:
-        raise RequestValidationError(
-            [{"loc": ("body", exc.field), "msg": exc.message, "type": "value_error"}]
-        ) from exc
+    created = create_user(db, body.email, body.password, body.display_name, body.is_admin)
     return UserOut.model_validate(created)

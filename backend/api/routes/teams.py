@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from backend.api.access import field_error
+from backend.api.access import (
+    MyInvitation,
+    TeamMember,
+    TeamOwner,
+    TeamOwnerOrLeaving,
+    field_error,
+    membership,
+)
 from backend.api.deps import DbSession
 from backend.api.security import CurrentUser
 from backend.auth.users import normalise_email
@@ -70,24 +77,6 @@ class TeamOut(BaseModel):
     created_at: datetime
     role: str = Field(description="your role in the team")
     members: list[MemberOut]
-
-
-def _membership(db: Session, team_id: int, user_id: int) -> TeamMembership | None:
-    return db.scalar(
-        select(TeamMembership).where(
-            TeamMembership.team_id == team_id, TeamMembership.user_id == user_id
-        )
-    )
-
-
-def _team_for(db: Session, user: User, team_id: int, owner: bool = False) -> TeamMembership:
-    """The caller's membership; 404 when not a member, 403 when `owner` is needed and lacking."""
-    membership = _membership(db, team_id, user.id)
-    if membership is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"team {team_id} not found")
-    if owner and membership.role != "owner":
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "only a team owner may do this")
-    return membership
 
 
 def _out(db: Session, team: Team, role: str) -> TeamOut:
@@ -146,16 +135,14 @@ def list_teams(db: DbSession, user: CurrentUser) -> list[TeamOut]:
 
 
 @router.get("/{team_id}", response_model=TeamOut)
-def show_team(team_id: int, db: DbSession, user: CurrentUser) -> TeamOut:
-    membership = _team_for(db, user, team_id)
-    return _out(db, membership.team, membership.role)
+def show_team(member: TeamMember, db: DbSession) -> TeamOut:
+    return _out(db, member.team, member.role)
 
 
 @router.delete("/{team_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_team(team_id: int, db: DbSession, user: CurrentUser) -> Response:
+def delete_team(owner: TeamOwner, db: DbSession) -> Response:
     """Delete the team (owners only); its work stays with the people who made it."""
-    membership = _team_for(db, user, team_id, owner=True)
-    db.delete(membership.team)
+    db.delete(owner.team)
     db.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -176,12 +163,12 @@ def _invitation_out(invitation: TeamInvitation) -> InvitationOut:
     "/{team_id}/members", response_model=InvitationOut, status_code=status.HTTP_201_CREATED
 )
 def invite_member(
-    team_id: int, body: InvitationIn, db: DbSession, user: CurrentUser
+    owner: TeamOwner, body: InvitationIn, db: DbSession, user: CurrentUser
 ) -> InvitationOut:
     """Invite an email to the team with a role (owners only); it joins when it accepts.
     The answer is the same whether or not an account has this email; inviting again
     changes the role offered."""
-    _team_for(db, user, team_id, owner=True)
+    team_id = owner.team_id
     email = normalise_email(body.email)
     if "@" not in email:
         raise field_error("email", "must be an email address")
@@ -203,24 +190,22 @@ def invite_member(
 
 
 @router.get("/{team_id}/invitations", response_model=list[InvitationOut])
-def team_invitations(team_id: int, db: DbSession, user: CurrentUser) -> list[InvitationOut]:
+def team_invitations(owner: TeamOwner, db: DbSession) -> list[InvitationOut]:
     """The team's pending invitations (owners only)."""
-    _team_for(db, user, team_id, owner=True)
     rows = db.scalars(
-        select(TeamInvitation).where(TeamInvitation.team_id == team_id).order_by(TeamInvitation.id)
+        select(TeamInvitation)
+        .where(TeamInvitation.team_id == owner.team_id)
+        .order_by(TeamInvitation.id)
     )
     return [_invitation_out(invitation) for invitation in rows]
 
 
 @router.delete("/{team_id}/invitations/{invitation_id}", status_code=status.HTTP_204_NO_CONTENT)
-def withdraw_invitation(
-    team_id: int, invitation_id: int, db: DbSession, user: CurrentUser
-) -> Response:
+def withdraw_invitation(owner: TeamOwner, invitation_id: int, db: DbSession) -> Response:
     """Withdraw a pending invitation (owners only)."""
-    _team_for(db, user, team_id, owner=True)
     invitation = db.scalar(
         select(TeamInvitation).where(
-            TeamInvitation.id == invitation_id, TeamInvitation.team_id == team_id
+            TeamInvitation.id == invitation_id, TeamInvitation.team_id == owner.team_id
         )
     )
     if invitation is None:
@@ -231,12 +216,10 @@ def withdraw_invitation(
 
 
 @router.patch("/{team_id}/members/{user_id}", response_model=TeamOut)
-def change_role(
-    team_id: int, user_id: int, body: RoleIn, db: DbSession, user: CurrentUser
-) -> TeamOut:
+def change_role(owner: TeamOwner, user_id: int, body: RoleIn, db: DbSession) -> TeamOut:
     """Change a member's role (owners only); a team keeps at least one owner."""
-    membership = _team_for(db, user, team_id, owner=True)
-    target = _membership(db, team_id, user_id)
+    team_id = owner.team_id
+    target = membership(db, team_id, user_id)
     if target is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"user {user_id} is not in team {team_id}")
     if target.role == "owner" and body.role != "owner" and _owners(db, team_id) == 1:
@@ -245,15 +228,15 @@ def change_role(
         )
     target.role = body.role
     db.commit()
-    db.refresh(membership)
-    return _out(db, membership.team, membership.role)
+    db.refresh(owner)
+    return _out(db, owner.team, owner.role)
 
 
 @router.delete("/{team_id}/members/{user_id}", status_code=status.HTTP_204_NO_CONTENT)
-def remove_member(team_id: int, user_id: int, db: DbSession, user: CurrentUser) -> Response:
+def remove_member(remover: TeamOwnerOrLeaving, user_id: int, db: DbSession) -> Response:
     """Remove a member (owners), or leave the team yourself; a team keeps at least one owner."""
-    _team_for(db, user, team_id, owner=user_id != user.id)
-    target = _membership(db, team_id, user_id)
+    team_id = remover.team_id
+    target = membership(db, team_id, user_id)
     if target is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"user {user_id} is not in team {team_id}")
     if target.role == "owner" and _owners(db, team_id) == 1:
@@ -264,18 +247,6 @@ def remove_member(team_id: int, user_id: int, db: DbSession, user: CurrentUser) 
     db.delete(target)
     db.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-
-def _my_invitation(db: Session, user: User, invitation_id: int) -> TeamInvitation:
-    invitation = db.scalar(
-        select(TeamInvitation).where(
-            TeamInvitation.id == invitation_id,
-            TeamInvitation.email == normalise_email(user.email),
-        )
-    )
-    if invitation is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"invitation {invitation_id} not found")
-    return invitation
 
 
 @invitations_router.get("", response_model=list[InvitationOut])
@@ -290,22 +261,21 @@ def my_invitations(db: DbSession, user: CurrentUser) -> list[InvitationOut]:
 
 
 @invitations_router.post("/{invitation_id}/accept", response_model=TeamOut)
-def accept_invitation(invitation_id: int, db: DbSession, user: CurrentUser) -> TeamOut:
+def accept_invitation(invitation: MyInvitation, db: DbSession, user: CurrentUser) -> TeamOut:
     """Join the team with the role you were invited to."""
-    invitation = _my_invitation(db, user, invitation_id)
     team, role = invitation.team, invitation.role
-    if _membership(db, team.id, user.id) is None:
+    if membership(db, team.id, user.id) is None:
         db.add(TeamMembership(team_id=team.id, user_id=user.id, role=role))
     db.delete(invitation)
     db.commit()
-    membership = _membership(db, team.id, user.id)
-    assert membership is not None
-    return _out(db, team, membership.role)
+    joined = membership(db, team.id, user.id)
+    assert joined is not None
+    return _out(db, team, joined.role)
 
 
 @invitations_router.post("/{invitation_id}/decline", status_code=status.HTTP_204_NO_CONTENT)
-def decline_invitation(invitation_id: int, db: DbSession, user: CurrentUser) -> Response:
+def decline_invitation(invitation: MyInvitation, db: DbSession) -> Response:
     """Say no: the invitation is gone, and the team's owners may invite you again."""
-    db.delete(_my_invitation(db, user, invitation_id))
+    db.delete(invitation)
     db.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,23 +1,19 @@
-"""The dashboard's pages and static files, and Plotly served from the installed package."""
+"""The dashboard's HTML pages and static files, and Plotly served from the installed package.
+
+Pages are static HTML that read the API from the browser: serving one needs no login (the
+API it calls does). The API's own routes live in their routers beside this one."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import plotly
 from fastapi import APIRouter, FastAPI, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from backend.api.schemas import FigureOut, FiguresOut, MeasureOut, TechniqueOut
-from backend.api.security import CurrentUser
-from backend.specs.accelerator import PRESETS
-from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES
-from backend.specs.techniques import EPOCH_FIGURES, TECHNIQUES
-
-FRONTEND_DIR = Path(__file__).resolve().parents[2] / "frontend"
+FRONTEND_DIR = Path(__file__).resolve().parents[3] / "frontend"
 PAGES_DIR = FRONTEND_DIR / "pages"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -107,60 +103,6 @@ def plotly_js() -> FileResponse:
         PLOTLY_JS,
         media_type="text/javascript",
         headers={"Cache-Control": "public, max-age=86400"},
-    )
-
-
-@router.get("/api/v1/accelerator-presets", include_in_schema=True, tags=["specs"])
-def accelerator_presets(_user: CurrentUser) -> dict[str, dict[str, Any]]:
-    """The accelerator presets an experiment may name, in full (for the submit form)."""
-    return {name: preset.model_dump() for name, preset in PRESETS.items()}
-
-
-@router.get("/api/v1/techniques", response_model=list[TechniqueOut], tags=["specs"])
-def techniques() -> list[TechniqueOut]:
-    """The techniques a spec may name, in the technique table's order (baseline first). Public,
-    like the OpenAPI schema whose parameter models it points into."""
-    return [
-        TechniqueOut(
-            name=entry.name,
-            label=entry.label,
-            params_schema=entry.params_model.__name__,
-            hardware_extension=entry.hardware_extension,
-        )
-        for entry in TECHNIQUES
-    ]
-
-
-@router.get("/api/v1/figures", response_model=FiguresOut, tags=["specs"])
-def figures() -> FiguresOut:
-    """The figures runs are judged by, as declared: each epoch's (every training's, then each
-    technique's in table order) and the measures stored per run and per layer-pass. Public,
-    like the technique list."""
-    owner = {figure.key: entry.name for entry in TECHNIQUES for figure in entry.figures}
-    run_keys = {measure.key for measure in RUN_MEASURES}
-    layer_keys = {measure.key for measure in LAYER_MEASURES}
-    measures = {measure.key: measure for measure in (*RUN_MEASURES, *LAYER_MEASURES)}
-    return FiguresOut(
-        epoch=[
-            FigureOut(
-                key=f.key,
-                label=f.label,
-                description=f.description,
-                percent=f.percent,
-                technique=owner.get(f.key),
-            )
-            for f in EPOCH_FIGURES
-        ],
-        measures=[
-            MeasureOut(
-                key=m.key,
-                unit=m.unit,
-                description=m.description,
-                per_run=m.key in run_keys,
-                per_layer=m.key in layer_keys,
-            )
-            for m in measures.values()
-        ],
     )
 
 

@@ -8,23 +8,29 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import APIRouter, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from backend.api.access import can_delete, can_edit, require_team_editor
+from backend.api.access import (
+    DeletableExperiment,
+    EditableExperiment,
+    VisibleExperiment,
+    can_see_experiment,
+    require_team_editor,
+    visible_to,
+)
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
-from backend.api.limits import check_active_runs
-from backend.api.run_query import visible_to
 from backend.api.schemas import AnnotationsIn, ExpansionPreview, ExperimentOut, Page, RunCounts
 from backend.api.security import CurrentUser, caller_now
-from backend.db.models import Experiment, Run, Training, User
+from backend.db.models import Experiment, Run, Training
 from backend.db.session import session_factory
 from backend.experiments import deletion, service
-from backend.experiments.expand import Expansion, ExpansionError, expand
+from backend.experiments.expand import Expansion, expand
+from backend.experiments.quota import check_active_runs
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import BASELINE
@@ -33,13 +39,9 @@ from backend.specs.training import dataset_folder
 router = APIRouter(prefix="/experiments", tags=["experiments"])
 
 
-def _expand_or_422(spec: ExperimentSpec, settings: Settings) -> Expansion:
-    try:
-        expansion = expand(spec, settings.max_runs_per_experiment)
-    except ExpansionError as exc:
-        raise RequestValidationError(
-            [{"loc": ("body", *exc.loc), "msg": exc.message, "type": "value_error"}]
-        ) from exc
+def _expand_checked(spec: ExperimentSpec, settings: Settings) -> Expansion:
+    """The spec's expansion (an `ExpansionError` is the app's 422), its dataset paths checked."""
+    expansion = expand(spec, settings.max_runs_per_experiment)
     _check_dataset_paths(spec, expansion, settings.effective_data_root)
     return expansion
 
@@ -82,19 +84,10 @@ def _out(experiment: Experiment, counts: dict[str, int], trainings: int = 0) -> 
     )
 
 
-def get_visible_experiment(db: Session, user: User, experiment_id: int) -> Experiment:
-    experiment = db.scalar(
-        select(Experiment).where(Experiment.id == experiment_id, visible_to(user, db))
-    )
-    if experiment is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"experiment {experiment_id} not found")
-    return experiment
-
-
 @router.post("/preview", response_model=ExpansionPreview)
 def preview(spec: ExperimentSpec, settings: SettingsDep, user: CurrentUser) -> ExpansionPreview:
     """How many runs and trainings a spec expands to, without submitting it."""
-    expansion = _expand_or_422(spec, settings)
+    expansion = _expand_checked(spec, settings)
     baselines = sum(1 for r in expansion.runs if r.params["technique"] == BASELINE)
     return ExpansionPreview(
         runs=len(expansion.runs), trainings=len(expansion.trainings), baseline_runs=baselines
@@ -112,15 +105,9 @@ def create_experiment(
     """Expand the spec into runs (a baseline for each training config and seed), store them,
     and queue one training task per distinct training."""
     require_team_editor(db, user, spec.team_id)
-    expansion = _expand_or_422(spec, settings)
+    expansion = _expand_checked(spec, settings)
     check_active_runs(db, user, len(expansion.runs), settings.max_active_runs_per_user)
-    try:
-        experiment = service.submit(db, celery, spec, expansion, owner_id=user.id)
-    except service.BrokerUnavailable as exc:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            f"the task queue is unreachable, nothing was submitted; try again later ({exc})",
-        ) from exc
+    experiment = service.submit(db, celery, spec, expansion, owner_id=user.id)
     counts = service.run_counts(db, [experiment.id])[experiment.id]
     return _out(experiment, counts, trainings=len(expansion.trainings))
 
@@ -152,8 +139,12 @@ def list_experiments(
 
 
 @router.get("/{experiment_id}", response_model=ExperimentOut)
-def show_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> ExperimentOut:
-    experiment = get_visible_experiment(db, user, experiment_id)
+def show_experiment(experiment: VisibleExperiment, db: DbSession) -> ExperimentOut:
+    return _detail(db, experiment)
+
+
+def _detail(db: Session, experiment: Experiment) -> ExperimentOut:
+    """The experiment with its run counts and its number of trainings."""
     trainings = db.scalar(
         select(func.count()).select_from(Training).where(Training.experiment_id == experiment.id)
     )
@@ -162,16 +153,13 @@ def show_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> Exp
 
 @router.patch("/{experiment_id}", response_model=ExperimentOut)
 def annotate(
-    experiment_id: int, annotations: AnnotationsIn, db: DbSession, user: CurrentUser
+    experiment: EditableExperiment, annotations: AnnotationsIn, db: DbSession
 ) -> ExperimentOut:
     """Set an experiment's tags or notes (its owner and its team's owners and members)."""
-    experiment = get_visible_experiment(db, user, experiment_id)
-    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot annotate experiments")
     for field, value in annotations.model_dump(exclude_none=True).items():
         setattr(experiment, field, value)
     db.commit()
-    return show_experiment(experiment_id, db, user)
+    return _detail(db, experiment)
 
 
 @router.delete(
@@ -179,26 +167,17 @@ def annotate(
     status_code=status.HTTP_204_NO_CONTENT,
     responses={403: {"description": "not the owner"}, 409: {"description": "runs still active"}},
 )
-def delete_experiment(experiment_id: int, db: DbSession, user: CurrentUser) -> Response:
+def delete_experiment(experiment: DeletableExperiment, db: DbSession) -> Response:
     """Delete an experiment with its runs, trainings and results (its owner only; refused
     while any run is queued or running)."""
-    experiment = get_visible_experiment(db, user, experiment_id)
-    if not can_delete(user, experiment.owner_id):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "only the owner may delete an experiment")
-    try:
-        deletion.delete_experiment(db, experiment)
-    except deletion.DeletionRefused as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    deletion.delete_experiment(db, experiment)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{experiment_id}/cancel", response_model=ExperimentOut)
-def cancel(experiment_id: int, db: DbSession, user: CurrentUser) -> ExperimentOut:
+def cancel(experiment: EditableExperiment, db: DbSession) -> ExperimentOut:
     """Cancel every open run at once, stranded ones included; a worker still training one
     stops at its next batch and can store nothing."""
-    experiment = get_visible_experiment(db, user, experiment_id)
-    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "viewers cannot cancel experiments")
     service.cancel_experiment(db, experiment)
     db.refresh(experiment)
     return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id])
@@ -214,7 +193,7 @@ def _snapshot(
         if caller is None or caller.id != user_id:
             return None
         exists = db.scalar(select(Experiment.id).where(Experiment.id == experiment_id))
-        if exists is not None and not _visible(db, caller, experiment_id):
+        if exists is not None and not can_see_experiment(db, caller, experiment_id):
             return None
         experiment_status = db.scalar(
             select(Experiment.status).where(Experiment.id == experiment_id)
@@ -223,11 +202,6 @@ def _snapshot(
             select(Run.id, Run.status, Run.progress).where(Run.experiment_id == experiment_id)
         )
         return experiment_status or "deleted", {r.id: (r.status, r.progress) for r in rows}
-
-
-def _visible(db: Session, user: User, experiment_id: int) -> bool:
-    query = select(Experiment.id).where(Experiment.id == experiment_id, visible_to(user, db))
-    return db.scalar(query) is not None
 
 
 def _event(name: str, data: dict[str, Any]) -> str:
@@ -240,7 +214,7 @@ def _event(name: str, data: dict[str, Any]) -> str:
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def events(
-    experiment_id: int,
+    experiment: VisibleExperiment,
     request: Request,
     db: DbSession,
     user: CurrentUser,
@@ -251,12 +225,9 @@ async def events(
     at every poll: once the caller may no longer see the experiment, a `denied` event ends
     the stream."""
 
-    def check_and_release() -> None:
-        get_visible_experiment(db, user, experiment_id)
-        # The stream polls with sessions of its own: hold no connection while it runs.
-        db.close()
-
-    await run_in_threadpool(check_and_release)
+    # The stream polls with sessions of its own: hold no connection while it runs.
+    experiment_id = experiment.id
+    await run_in_threadpool(db.close)
     database_url = request.app.state.settings.effective_database_url
 
     async def stream() -> AsyncIterator[str]:

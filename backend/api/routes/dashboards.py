@@ -12,19 +12,21 @@ import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Path, Query, Response, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.api.access import (
+    EditableDashboard,
+    ShareableDashboard,
+    SharedView,
     Viewer,
+    VisibleDashboard,
     can_edit,
-    can_share,
     field_error,
     owned_or_shared,
     require_team_editor,
-    share_link_viewer,
 )
 from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
 from backend.api.deps import DbSession
@@ -140,20 +142,6 @@ class SharedDashboard(BaseModel):
     data: ChartData
 
 
-def _get(db: Session, user: User, dashboard_id: str, edit: bool = False) -> Dashboard:
-    dashboard = db.scalar(
-        select(Dashboard).where(
-            Dashboard.id == dashboard_id,
-            owned_or_shared(user, Dashboard.owner_id, Dashboard.team_id),
-        )
-    )
-    if dashboard is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"dashboard {dashboard_id} not found")
-    if edit and not can_edit(db, user, dashboard.owner_id, dashboard.team_id):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "team viewers cannot change dashboards")
-    return dashboard
-
-
 def _out(db: Session, user: User, dashboard: Dashboard) -> DashboardOut:
     return DashboardOut(
         id=dashboard.id,
@@ -223,16 +211,15 @@ def create_dashboard(body: DashboardIn, db: DbSession, user: CurrentUser) -> Das
 
 
 @router.get("/dashboards/{dashboard_id}", response_model=DashboardOut)
-def show_dashboard(dashboard_id: str, db: DbSession, user: CurrentUser) -> DashboardOut:
-    return _out(db, user, _get(db, user, dashboard_id))
+def show_dashboard(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> DashboardOut:
+    return _out(db, user, dashboard)
 
 
 @router.patch("/dashboards/{dashboard_id}", response_model=DashboardOut)
 def update_dashboard(
-    dashboard_id: str, body: DashboardPatch, db: DbSession, user: CurrentUser
+    dashboard: EditableDashboard, body: DashboardPatch, db: DbSession, user: CurrentUser
 ) -> DashboardOut:
     """Rename, re-share with a team (or `team_id: null`), or replace the config."""
-    dashboard = _get(db, user, dashboard_id, edit=True)
     if "name" in body.model_fields_set:
         if body.name is None:
             raise field_error("name", "name cannot be null")
@@ -249,16 +236,15 @@ def update_dashboard(
 
 
 @router.delete("/dashboards/{dashboard_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_dashboard(dashboard_id: str, db: DbSession, user: CurrentUser) -> Response:
-    db.delete(_get(db, user, dashboard_id, edit=True))
+def delete_dashboard(dashboard: EditableDashboard, db: DbSession) -> Response:
+    db.delete(dashboard)
     db.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.get("/dashboards/{dashboard_id}/data", response_model=ChartData)
-def dashboard_data(dashboard_id: str, db: DbSession, user: CurrentUser) -> ChartData:
+def dashboard_data(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> ChartData:
     """The data of the dashboard's charts, as you may see it."""
-    dashboard = _get(db, user, dashboard_id)
     return chart_data(db, user, _run_ids(db, user, dashboard.config))
 
 
@@ -268,15 +254,11 @@ def dashboard_data(dashboard_id: str, db: DbSession, user: CurrentUser) -> Chart
     status_code=status.HTTP_201_CREATED,
     responses={403: {"description": "you are neither the dashboard's owner nor a team owner"}},
 )
-def create_share_link(dashboard_id: str, db: DbSession, user: CurrentUser) -> NewShareLink:
+def create_share_link(
+    dashboard: ShareableDashboard, db: DbSession, user: CurrentUser
+) -> NewShareLink:
     """A new read-only link (the dashboard's owner or an owner of its team); its token is in
     this answer only."""
-    dashboard = _get(db, user, dashboard_id)
-    if not can_share(db, user, dashboard):
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN,
-            "only the dashboard's owner or an owner of its team may create share links",
-        )
     token = secrets.token_urlsafe(32)
     link = ShareLink(dashboard_id=dashboard.id, token_hash=hash_token(token), created_by=user.id)
     db.add(link)
@@ -293,8 +275,7 @@ def create_share_link(dashboard_id: str, db: DbSession, user: CurrentUser) -> Ne
 
 
 @router.get("/dashboards/{dashboard_id}/share-links", response_model=list[ShareLinkOut])
-def list_share_links(dashboard_id: str, db: DbSession, user: CurrentUser) -> list[ShareLinkOut]:
-    dashboard = _get(db, user, dashboard_id, edit=True)
+def list_share_links(dashboard: EditableDashboard, db: DbSession) -> list[ShareLinkOut]:
     links = db.scalars(
         select(ShareLink).where(ShareLink.dashboard_id == dashboard.id).order_by(ShareLink.id)
     )
@@ -312,11 +293,8 @@ def list_share_links(dashboard_id: str, db: DbSession, user: CurrentUser) -> lis
 @router.delete(
     "/dashboards/{dashboard_id}/share-links/{link_id}", status_code=status.HTTP_204_NO_CONTENT
 )
-def revoke_share_link(
-    dashboard_id: str, link_id: int, db: DbSession, user: CurrentUser
-) -> Response:
+def revoke_share_link(dashboard: EditableDashboard, link_id: int, db: DbSession) -> Response:
     """Revoke a link for good; revoking twice is harmless."""
-    dashboard = _get(db, user, dashboard_id, edit=True)
     link = db.scalar(
         select(ShareLink).where(ShareLink.id == link_id, ShareLink.dashboard_id == dashboard.id)
     )
@@ -341,20 +319,10 @@ def runs_chart_data(
 
 
 @router.get("/shared/{token}", response_model=SharedDashboard)
-def shared_dashboard(
-    token: Annotated[str, Path(min_length=1, max_length=128)], db: DbSession
-) -> SharedDashboard:
+def shared_dashboard(shared: SharedView, db: DbSession) -> SharedDashboard:
     """A dashboard through its read-only link, no login: its name, charts and the data of the
     runs that the link's creator, the dashboard's owner and the config's author may all see."""
-    found = db.execute(
-        select(Dashboard, ShareLink)
-        .join(ShareLink, ShareLink.dashboard_id == Dashboard.id)
-        .where(ShareLink.token_hash == hash_token(token), ShareLink.revoked_at.is_(None))
-    ).first()
-    viewer = share_link_viewer(db, *found) if found is not None else None
-    if found is None or viewer is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "this link does not exist or was revoked")
-    dashboard = found[0]
+    dashboard, viewer = shared
     config = DashboardConfig.model_validate(dashboard.config)
     return SharedDashboard(
         name=dashboard.name,

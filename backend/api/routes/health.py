@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field
 from sqlalchemy import text
 
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
-from backend.leases import LeaseTerms, worker_liveness
+from backend.delivery.leases import LeaseTerms
+from backend.delivery.liveness import worker_liveness
 
 router = APIRouter(tags=["health"])
 

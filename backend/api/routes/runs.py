@@ -12,16 +12,15 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import Select, case, func, select
-from sqlalchemy.orm import Session, aliased, selectinload
+from sqlalchemy.orm import aliased
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
-from backend.api.access import can_delete, can_edit
+from backend.api.access import DeletableRun, EditableRun, VisibleRun, VisibleRuns
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
-from backend.api.limits import check_active_runs
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_groups import run_groups
-from backend.api.run_query import RunFilters, filtered_runs, run_filters, visible_to
+from backend.api.run_query import RunFilters, filtered_runs, run_filters
 from backend.api.schemas import (
     AnnotationsIn,
     Comparison,
@@ -35,10 +34,11 @@ from backend.api.schemas import (
     RunOut,
 )
 from backend.api.security import CurrentUser
-from backend.db.models import EpochMetric, Experiment, Run, Training, User
+from backend.db.models import EpochMetric, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
-from backend.experiments.retry import RetryRefused, attempt_history, retry_run
+from backend.experiments.quota import check_active_runs
+from backend.experiments.retry import attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
 from backend.specs.techniques import EPOCH_FIGURES
 
@@ -87,26 +87,13 @@ def list_runs(
 
 
 @router.get("/compare", response_model=list[Comparison])
-def compare(
-    db: DbSession,
-    user: CurrentUser,
-    ids: Annotated[list[int], Query(min_length=1, max_length=1000, description="run ids")],
-) -> list[Comparison]:
+def compare(runs: VisibleRuns, db: DbSession) -> list[Comparison]:
     """Speedup, energy ratio and accuracy change of each run against its baseline."""
-    baseline = aliased(Run)
-    rows = db.execute(
-        select(Run, baseline)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .outerjoin(baseline, baseline.id == Run.baseline_run_id)
-        .where(Run.id.in_(ids), visible_to(user, db))
-        .order_by(Run.id)
-    ).all()
-    found = {run.id for run, _ in rows}
-    missing = sorted(set(ids) - found)
-    if missing:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"runs not found: {missing}")
+    baseline_ids = {run.baseline_run_id for run in runs if run.baseline_run_id is not None}
+    baselines = {b.id: b for b in db.scalars(select(Run).where(Run.id.in_(baseline_ids)))}
     out = []
-    for run, base in rows:
+    for run in runs:
+        base = baselines.get(run.baseline_run_id) if run.baseline_run_id is not None else None
         reference = run if run.is_baseline else base
         delta = None
         if reference is not None and run.accuracy is not None and reference.accuracy is not None:
@@ -298,16 +285,8 @@ def summary(
 
 
 @router.get("/{run_id}", response_model=RunDetail)
-def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
+def show_run(run: VisibleRun, db: DbSession) -> RunDetail:
     """One run with its per-layer-per-pass results and its training's per-epoch metrics."""
-    run = db.scalar(
-        select(Run)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(Run.id == run_id, visible_to(user, db))
-        .options(selectinload(Run.layers))
-    )
-    if run is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
     epochs = (
         list(
             db.scalars(
@@ -340,33 +319,9 @@ def show_run(run_id: int, db: DbSession, user: CurrentUser) -> RunDetail:
     return detail
 
 
-def _editable_run(db: Session, user: User, run_id: int, action: str) -> Run:
-    """The run, if the user may see it (else 404) and change it (else 403)."""
-    return _editable_run_and_experiment(db, user, run_id, action)[0]
-
-
-def _editable_run_and_experiment(
-    db: Session, user: User, run_id: int, action: str
-) -> tuple[Run, Experiment]:
-    found = db.execute(
-        select(Run, Experiment)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(Run.id == run_id, visible_to(user, db))
-    ).first()
-    if found is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    run, experiment = found
-    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, f"viewers cannot {action} runs")
-    return run, experiment
-
-
 @router.patch("/{run_id}", response_model=RunOut)
-def annotate_run(
-    run_id: int, annotations: AnnotationsIn, db: DbSession, user: CurrentUser
-) -> RunOut:
+def annotate_run(run: EditableRun, annotations: AnnotationsIn, db: DbSession) -> RunOut:
     """Set a run's tags or notes (its experiment's owner and its team's owners and members)."""
-    run = _editable_run(db, user, run_id, "annotate")
     for field, value in annotations.model_dump(exclude_none=True).items():
         setattr(run, field, value)
     db.commit()
@@ -381,23 +336,10 @@ def annotate_run(
         409: {"description": "still active, or the baseline of other runs"},
     },
 )
-def delete_run(run_id: int, db: DbSession, user: CurrentUser) -> Response:
+def delete_run(run: DeletableRun, db: DbSession) -> Response:
     """Delete one run with its results (its experiment's owner only; refused while it is queued
     or running, and while it is the baseline of other runs)."""
-    found = db.execute(
-        select(Run, Experiment.owner_id)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(Run.id == run_id, visible_to(user, db))
-    ).first()
-    if found is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    run, owner_id = found
-    if not can_delete(user, owner_id):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "only the owner may delete a run")
-    try:
-        deletion.delete_run(db, run)
-    except deletion.DeletionRefused as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    deletion.delete_run(db, run)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -421,10 +363,9 @@ def figures_per_layer(epochs: list[EpochMetric]) -> dict[str, dict[str, list[flo
 
 
 @router.post("/{run_id}/cancel", response_model=RunOut)
-def cancel_run(run_id: int, db: DbSession, user: CurrentUser) -> RunOut:
+def cancel_run(run: EditableRun, db: DbSession) -> RunOut:
     """Cancel one open run at once, stranded or not; its training stops too when no other
     open run shares it."""
-    run = _editable_run(db, user, run_id, "cancel")
     cancel_open_run(db, run)
     db.refresh(run)
     return RunOut.model_validate(run)
@@ -440,20 +381,17 @@ def cancel_run(run_id: int, db: DbSession, user: CurrentUser) -> RunOut:
     },
 )
 def retry(
-    run_id: int, db: DbSession, celery: CeleryDep, settings: SettingsDep, user: CurrentUser
+    run: EditableRun, db: DbSession, celery: CeleryDep, settings: SettingsDep, user: CurrentUser
 ) -> RunOut:
     """Re-run a failed or cancelled run as its next attempt (whoever may cancel it): the
     attempt that ended is kept in the run's `attempts`, and only this run re-runs (not its
     baseline, nor other runs sharing its training)."""
-    run, experiment = _editable_run_and_experiment(db, user, run_id, "retry")
-    owner = db.get(User, experiment.owner_id) if experiment.owner_id is not None else None
+    owner_id = run.experiment.owner_id
+    owner = db.get(User, owner_id) if owner_id is not None else None
     if owner is not None and run.status in ("failed", "cancelled"):
         whose = "your" if owner.id == user.id else "its owner's"
         limit = settings.max_active_runs_per_user
         check_active_runs(db, owner, 1, limit, what="this retry", whose=whose)
-    try:
-        retry_run(db, celery, run, retried_by=user.id)
-    except RetryRefused as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    retry_run(db, celery, run, retried_by=user.id)
     db.refresh(run)
     return RunOut.model_validate(run)

@@ -12,8 +12,7 @@ or cancelled run (`backend.experiments.retry`) adds one to `attempts` itself, su
 delivery still holding an older token, and the limit counts the deliveries after it. A worker
 whose lease was taken back can no longer write, so a training's results are stored exactly once.
 
-Worker processes also beat, in `worker_heartbeats`, whether or not they train: that table is
-what the API shows as worker liveness (the embedded SQLite broker has no Celery remote control).
+Worker processes also beat, whether or not they train: that is `backend.delivery.liveness`.
 
 Clocks: heartbeats carry the writing host's UTC time and the reconciler compares them with its
 own, so hosts must agree to well within a lease (NTP).
@@ -24,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from backend.db.models import Run, Training, WorkerHeartbeat
+from backend.db.models import Run, Training
 from backend.experiments.service import TERMINAL, refresh_experiment_status
 from backend.settings import Settings
 
@@ -149,37 +148,3 @@ def take_back_expired(db: Session, terms: LeaseTerms) -> TakenBack:
             if training is not None:
                 result.requeued.append(training)
     return result
-
-
-@dataclass
-class Liveness:
-    live: int  # workers that beat within the lease
-    last_beat_at: datetime | None
-
-
-def worker_liveness(db: Session, terms: LeaseTerms) -> Liveness:
-    beats = list(db.scalars(select(WorkerHeartbeat.beat_at)))
-    cutoff = terms.cutoff()
-    aware = [b if b.tzinfo else b.replace(tzinfo=UTC) for b in beats]
-    return Liveness(live=sum(b >= cutoff for b in aware), last_beat_at=max(aware, default=None))
-
-
-def beat_worker(db: Session, name: str, hostname: str, pid: int, started_at: datetime) -> None:
-    """Record that worker `name` is alive now."""
-    now = utcnow()
-    updated = db.execute(
-        update(WorkerHeartbeat)
-        .where(WorkerHeartbeat.name == name)
-        .values(beat_at=now, hostname=hostname, pid=pid, started_at=started_at)
-    ).rowcount
-    if not updated:
-        db.add(
-            WorkerHeartbeat(
-                name=name, hostname=hostname, pid=pid, started_at=started_at, beat_at=now
-            )
-        )
-
-
-def forget_worker(db: Session, name: str) -> None:
-    """A worker that shuts down cleanly stops counting as live at once."""
-    db.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.name == name))

@@ -1,0 +1,219 @@
+"""Storing what a training did: its epochs and workload, and each of its runs simulated on the
+run's accelerator, with the run's metrics and `done` together.
+
+`store_results` writes everything of one delivery in one transaction that first checks the
+delivery still holds its lease (`backend.delivery.claims`): a reader never sees a run `done`
+without its metrics, and a superseded delivery writes nothing. `simulate_pending_runs` serves a
+training already done (a retried run, or runs left open beside it): it simulates the stored
+workload without training anew.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session, aliased
+
+from backend.db.models import EpochMetric, LayerResult, Run, Training
+from backend.db.session import session_scope
+from backend.delivery.claims import lease_held
+from backend.experiments.service import TERMINAL, refresh_experiment_status
+from backend.settings import Settings
+from backend.specs.accelerator import AcceleratorConfig
+from backend.specs.figures import LAYER_MEASURES, SIMULATED, Measure
+from worker.sim import SimulationResult, Workload, simulate_many
+
+DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+LAYER_DETAILS = (
+    "executions",
+    "array_cycles",
+    "exposed_extension_cycles",
+    "extension_cycles",
+    "sram_reads",
+    "sram_writes",
+    "sram_reads_by_operand",
+    "sram_writes_by_operand",
+    "dram_reads",
+    "dram_writes",
+    "dram_reads_by_operand",
+    "dram_writes_by_operand",
+    "energy_by_level",
+    "energy_by_operand",
+)
+
+
+def measured(measures: tuple[Measure, ...], source: object) -> dict[str, int | float]:
+    """The columns of these measures (backend/specs/figures.py), read from a simulator result."""
+    return {measure.key: measure.of(source) for measure in measures}
+
+
+def _layer_rows(run_id: int, sim: SimulationResult) -> list[LayerResult]:
+    rows = []
+    for position, layer in enumerate(sim.layers):
+        figures = asdict(layer)
+        rows.append(
+            LayerResult(
+                run_id=run_id,
+                position=position,
+                layer=layer.layer,
+                training_pass=layer.pass_,
+                role=layer.role,
+                details={key: figures[key] for key in LAYER_DETAILS},
+                **measured(LAYER_MEASURES, layer),
+            )
+        )
+    return rows
+
+
+def did_not_learn(accuracy: float | None, chance: float | None, margin: float) -> bool | None:
+    """Test accuracy below chance + margin (None when either is unknown)."""
+    if accuracy is None or chance is None:
+        return None
+    return accuracy < chance + margin
+
+
+def store_simulation(
+    db: Session,
+    run: Run,
+    sim: SimulationResult,
+    accuracy: float | None,
+    loss: float | None,
+    not_learned: bool | None = None,
+) -> bool:
+    """Set the run's metrics and `done` together, then replace its layer rows; False (and
+    nothing written) if the run is no longer open."""
+    totals = sim.totals
+    stored = db.execute(
+        update(Run)
+        .where(Run.id == run.id, Run.status.in_(("queued", "running")))
+        .values(
+            status="done",
+            progress=1.0,
+            finished_at=_now(),
+            accuracy=accuracy,
+            loss=loss,
+            did_not_learn=not_learned,
+            **measured(SIMULATED, totals),
+            summary={
+                **asdict(totals),
+                "conv_operand_traffic": sim.conv_operand_traffic,
+                "notes": list(sim.notes),
+            },
+        )
+    ).rowcount
+    if stored:
+        # The run's row is locked by the update above until commit: no other writer of its
+        # layers gets here at the same time.
+        db.execute(delete(LayerResult).where(LayerResult.run_id == run.id))
+        db.add_all(_layer_rows(run.id, sim))
+    return bool(stored)
+
+
+def refresh_speedups(db: Session, experiment_id: int) -> None:
+    """speedup = baseline cycles / run cycles and energy ratio, for runs whose baseline is done."""
+    baseline = aliased(Run)
+    pairs = db.execute(
+        select(Run.id, Run.total_cycles, Run.energy_pj, baseline.total_cycles, baseline.energy_pj)
+        .join(baseline, baseline.id == Run.baseline_run_id)
+        .where(Run.experiment_id == experiment_id, Run.status == "done", baseline.status == "done")
+    ).all()
+    for run_id, cycles, energy, base_cycles, base_energy in pairs:
+        db.execute(
+            update(Run)
+            .where(Run.id == run_id)
+            .values(
+                speedup=base_cycles / cycles if cycles else None,
+                energy_ratio=energy / base_energy if base_energy else None,
+            )
+        )
+    db.execute(
+        update(Run)
+        .where(Run.experiment_id == experiment_id, Run.is_baseline.is_(True), Run.status == "done")
+        .values(speedup=1.0, energy_ratio=1.0)
+    )
+
+
+def _simulate(training: Training, runs: list[Run]) -> list[SimulationResult]:
+    workload = Workload.from_dict(training.workload or {})
+    accelerators = [AcceleratorConfig.model_validate(run.accelerator_config) for run in runs]
+    return simulate_many(workload, accelerators)
+
+
+def _store_simulations(db: Session, training: Training, runs: list[Run], margin: float) -> int:
+    """Simulate the training's workload for each run and store the results; runs done."""
+    not_learned = did_not_learn(training.test_accuracy, training.chance_accuracy, margin)
+    done = 0
+    for run, sim in zip(runs, _simulate(training, runs), strict=True):
+        done += store_simulation(
+            db, run, sim, training.test_accuracy, training.test_loss, not_learned
+        )
+    refresh_speedups(db, training.experiment_id)
+    refresh_experiment_status(db, training.experiment_id)
+    return done
+
+
+def simulate_pending_runs(
+    database_url: str, training_id: int, did_not_learn_margin: float = DID_NOT_LEARN_MARGIN
+) -> int:
+    """Simulate the stored workload on the accelerator of each run not yet done (runs left
+    open beside a trained training, e.g. by a version that stored them separately)."""
+    with session_scope(database_url) as db:
+        training = db.get(Training, training_id)
+        if training is None or training.status != "done" or training.workload is None:
+            return 0
+        runs = list(
+            db.scalars(
+                select(Run).where(Run.training_id == training_id, Run.status.not_in(TERMINAL))
+            )
+        )
+        if not runs:
+            return 0
+        return _store_simulations(db, training, runs, did_not_learn_margin)
+
+
+def store_results(
+    db: Session,
+    training_id: int,
+    attempt: int,
+    result: Any,
+    did_not_learn_margin: float = DID_NOT_LEARN_MARGIN,
+) -> bool:
+    """In one transaction, if this attempt still holds the lease: the training's epochs and
+    workload, and each open run simulated on its accelerator, its metrics and `done` together.
+    False, with nothing written, when the lease was lost."""
+    stored = db.execute(
+        update(Training)
+        .where(lease_held(training_id, attempt))
+        .values(
+            status="done",
+            progress=1.0,
+            workload=result.workload.to_dict(),
+            test_accuracy=result.test_accuracy,
+            test_loss=result.test_loss,
+            chance_accuracy=result.chance_accuracy,
+            environment=result.environment,
+            wall_seconds=result.seconds,
+            finished_at=_now(),
+            heartbeat_at=None,
+        )
+    ).rowcount
+    if not stored:
+        return False
+    db.execute(delete(EpochMetric).where(EpochMetric.training_id == training_id))
+    db.add_all(EpochMetric(training_id=training_id, **asdict(epoch)) for epoch in result.epochs)
+    training = db.get(Training, training_id)
+    assert training is not None
+    runs = list(
+        db.scalars(select(Run).where(Run.training_id == training_id, Run.status.not_in(TERMINAL)))
+    )
+    _store_simulations(db, training, runs, did_not_learn_margin)
+    return True

@@ -26,7 +26,7 @@ from backend.analysis.groups import Estimate, estimate
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
-from worker.training import engine, run_training
+from worker.training import run_training
 
 SETTINGS: dict[str, BaseModel] = {
     "baseline": BaselineParams(),
@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--train-samples", type=int, default=3000)
     parser.add_argument("--test-samples", type=int, default=2000)
     args = parser.parse_args()
-    engine.configure_threads = lambda: torch.set_num_threads(1)
+    torch.set_num_threads(1)
     config = TrainingConfig(
         model="lenet5",
         dataset="mnist",

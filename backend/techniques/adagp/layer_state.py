@@ -4,11 +4,13 @@ calibration and how often the measurements the workload charges ran."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
 
-from backend.techniques.adagp.predictors import FeedbackPredictor
-from worker.training.layers import GemmLayer
+if TYPE_CHECKING:
+    from backend.techniques.adagp.predictors import FeedbackPredictor
+    from worker.training.layers import GemmLayer
 
 
 @dataclass

@@ -46,6 +46,7 @@ Each prediction is rescaled before it is applied (calibration.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -56,6 +57,9 @@ from backend.techniques.adagp.feedback_kernels import (
     gated_product,
     predictor_gradients,
 )
+
+if TYPE_CHECKING:
+    from backend.techniques.adagp.layer_state import LayerState
 
 
 @dataclass
@@ -159,6 +163,68 @@ class FormedPrediction:
 
     def bias_grad(self, dtype: torch.dtype) -> Tensor:
         return torch.from_numpy(self.prediction.channel_sums).to(dtype) * self.scale
+
+
+def form_feedback(
+    states: dict[str, LayerState], error: Tensor, for_training: bool, form_weight: bool = True
+) -> dict[str, FormedPrediction]:
+    """`feedback`: per layer, the predicted output gradient from the output error and (if
+    `form_weight`) the weight gradient formed from it."""
+    out: dict[str, FormedPrediction] = {}
+    for name, state in states.items():
+        if state.y is None or state.x is None:
+            continue
+        if state.feedback is None:
+            state.feedback = FeedbackPredictor.untrained(
+                error.shape[1], state.y, state.layer.is_conv
+            )
+        feedback = state.feedback
+        eps = state.normalization.eps if state.normalization is not None else None
+        prediction = feedback.predict(error, state.y, state.layer.is_conv, eps, for_training)
+        scale = feedback.scale if feedback.scale is not None else 1.0
+        formed = None
+        if form_weight:
+            formed = weight_grad(state.layer.inner, state.x, prediction.output).mul_(scale)
+            if for_training:  # a BP batch: formed only to measure the cosine
+                state.weight_formations += 1
+        out[name] = FormedPrediction(prediction, scale, formed)
+    return out
+
+
+class FeedbackTraining:
+    """The `feedback` predictors' training: on each BP batch, one Adam step of every layer's
+    predictor on the MSE between its prediction and the true output gradient divided by a
+    running RMS scale."""
+
+    def __init__(self, lr: float) -> None:
+        self.lr = lr
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.steps = 0  # BP batches on which the predictors trained
+
+    def step(
+        self, states: dict[str, LayerState], formed: dict[str, FormedPrediction], error: Tensor
+    ) -> None:
+        trained = []
+        for name, formed_here in formed.items():
+            state = states[name]
+            target, feedback = state.true_output_grad, state.feedback
+            if target is None or feedback is None or state.y is None:
+                continue
+            feedback.track_scale(target)
+            feedback.set_gradients(
+                formed_here.prediction, error, state.y, target, state.layer.is_conv
+            )
+            trained.extend(feedback.parameters())
+        if not trained:
+            return
+        if self.optimizer is None:
+            parameters = [p for s in states.values() if s.feedback for p in s.feedback.parameters()]
+            # fused: one pass over every parameter (measured 2.4x faster than foreach here)
+            self.optimizer = torch.optim.Adam(parameters, lr=self.lr, fused=True)
+        self.optimizer.step()
+        for parameter in trained:
+            parameter.grad = None
+        self.steps += 1
 
 
 def output_error(logits: Tensor, labels: Tensor) -> Tensor:

@@ -28,11 +28,11 @@ from backend.techniques.adagp.calibration import COSINE_DOTS, cosine, gain, meas
 from backend.techniques.adagp.layer_state import LayerState
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.adagp.predictors import (
-    FeedbackPredictor,
+    FeedbackTraining,
     FormedPrediction,
+    form_feedback,
     output_error,
     running_mean,
-    weight_grad,
 )
 from backend.techniques.adagp.schedule import AdaptiveSchedule
 from worker.training.layers import GemmLayer
@@ -41,6 +41,9 @@ from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps
 
 @dataclass
 class BatchCounts:
+    """BP and GP batches and their summed training loss, over an epoch or the run; the
+    concatenated predicted cosines measured on the epoch's BP batches."""
+
     bp: int = 0
     gp: int = 0
     loss_sum: float = 0.0
@@ -57,10 +60,9 @@ class AdaGP(Technique):
         self.predicting = False  # this batch is a GP batch
         self.labels: Tensor | None = None
         self.logits: Tensor | None = None
-        self.optimizer: torch.optim.Optimizer | None = None  # Adam over `feedback` predictors
         self.epoch = BatchCounts()
         self.total = BatchCounts()
-        self.predictor_trainings = 0  # BP batches on which `feedback` predictors trained
+        self.feedback_training = FeedbackTraining(params.predictor_lr)
 
     # -- setup and schedule --------------------------------------------------------------------
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
@@ -128,36 +130,11 @@ class AdaGP(Technique):
         assert self.logits is not None and self.labels is not None
         return output_error(self.logits, self.labels)
 
-    def _predicted_weight_grads(
-        self, error: Tensor, for_training: bool, form_weight: bool = True
-    ) -> dict[str, FormedPrediction]:
-        """`feedback`: per layer, the predicted output gradient from the output error and (if
-        `form_weight`) the weight gradient formed from it."""
-        out: dict[str, FormedPrediction] = {}
-        for name, state in self.states.items():
-            if state.y is None or state.x is None:
-                continue
-            if state.feedback is None:
-                state.feedback = FeedbackPredictor.untrained(
-                    error.shape[1], state.y, state.layer.is_conv
-                )
-            feedback = state.feedback
-            eps = state.normalization.eps if state.normalization is not None else None
-            prediction = feedback.predict(error, state.y, state.layer.is_conv, eps, for_training)
-            scale = feedback.scale if feedback.scale is not None else 1.0
-            formed = None
-            if form_weight:
-                formed = weight_grad(state.layer.inner, state.x, prediction.output).mul_(scale)
-                if for_training:  # a BP batch: formed only to measure the cosine
-                    state.weight_formations += 1
-            out[name] = FormedPrediction(prediction, scale, formed)
-        return out
-
     def _predict(self) -> None:
         """GP batch: every layer's predicted gradient becomes its `.grad`."""
         predictor, calibrated = self.params.predictor, self.params.calibrated_scale
         formed = (
-            self._predicted_weight_grads(self._output_error(), False)
+            form_feedback(self.states, self._output_error(), False)
             if predictor == "feedback"
             else {}
         )
@@ -189,7 +166,7 @@ class AdaGP(Technique):
         error = None
         if predictor == "feedback" and self.logits is not None and self.labels is not None:
             error = self._output_error()
-            formed = self._predicted_weight_grads(error, True, form_weight=measuring)
+            formed = form_feedback(self.states, error, True, form_weight=measuring)
         sums = torch.zeros(COSINE_DOTS, dtype=torch.float64)
         measured = False
         for name, state in self.states.items():
@@ -202,7 +179,7 @@ class AdaGP(Technique):
             if predictor == "history":
                 self._refresh_history(state)
         if error is not None and formed:
-            self._train_feedback(formed, error)
+            self.feedback_training.step(self.states, formed, error)
         return float(cosine(sums[0], sums[1], sums[2])) if measured else None
 
     def _guess(self, state: LayerState, formed: FormedPrediction | None) -> Tensor | None:
@@ -223,33 +200,6 @@ class AdaGP(Technique):
         bias = state.bias
         if bias is not None and bias.grad is not None:
             state.bias_history = running_mean(state.bias_history, bias.grad.detach(), momentum)
-
-    def _train_feedback(self, formed: dict[str, FormedPrediction], error: Tensor) -> None:
-        """One Adam step of every `feedback` predictor: MSE between its prediction and the true
-        output gradient divided by a running RMS scale."""
-        trained = []
-        for name, formed_here in formed.items():
-            state = self.states[name]
-            target, feedback = state.true_output_grad, state.feedback
-            if target is None or feedback is None or state.y is None:
-                continue
-            feedback.track_scale(target)
-            feedback.set_gradients(
-                formed_here.prediction, error, state.y, target, state.layer.is_conv
-            )
-            trained.extend(feedback.parameters())
-        if not trained:
-            return
-        if self.optimizer is None:
-            parameters = [
-                p for s in self.states.values() if s.feedback for p in s.feedback.parameters()
-            ]
-            # fused: one pass over every parameter (measured 2.4x faster than foreach here)
-            self.optimizer = torch.optim.Adam(parameters, lr=self.params.predictor_lr, fused=True)
-        self.optimizer.step()
-        for parameter in trained:
-            parameter.grad = None
-        self.predictor_trainings += 1
 
     # -- figures and workload ------------------------------------------------------------------
     def epoch_figures(self) -> EpochFigures:
@@ -274,5 +224,5 @@ class AdaGP(Technique):
         """What each predictor charges: cost.py."""
         cost.annotate_workload(
             ops, self.params.predictor, self.states, self.total.gp, self.total.bp,
-            self.predictor_trainings,
+            self.feedback_training.steps,
         )  # fmt: skip

@@ -82,7 +82,7 @@ fraction 0.18, 0.07 and 0.03; measured on seed 0 unless said, the GP batches' tr
   one (classifier 0.97), calibrated norm 0.13-0.37 of the true norm, and a component along
   the layer's weights (cosine -0.007 to -0.072) that the true dW, behind BatchNorm, never has
   (0.000): the predicted output gradient ignored BatchNorm's projection. Projected as
-  BatchNorm's backward projects (backend/techniques/adagp/training.py; the default,
+  BatchNorm's backward projects (backend/techniques/adagp/predictors.py; the default,
   `--params '{}'`), the cosines became 0.20-0.74 and
   GP, now judged good enough by the rule, acts far more (0.31 at 1x), which costs accuracy in
   proportion: to first order a calibrated GP step at cosine c makes c^2 of a true step's

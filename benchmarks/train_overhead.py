@@ -66,7 +66,7 @@ from backend.settings import get_settings
 from backend.specs.recipes import resolve_recipe
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp.params import AdaGPParams
-from backend.techniques.adagp.training import weight_grad
+from backend.techniques.adagp.predictors import weight_grad
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams

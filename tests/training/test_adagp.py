@@ -13,7 +13,8 @@ from backend.specs.accelerator import PRESETS, ZeroSkipping
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp import GP_FRACTION
 from backend.techniques.adagp.params import AdaGPParams
-from backend.techniques.adagp.training import AdaGP, _Feedback
+from backend.techniques.adagp.predictors import FeedbackPredictor
+from backend.techniques.adagp.training import AdaGP
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.sim.simulate import simulate
@@ -176,8 +177,8 @@ def test_gp_waits_for_the_training_loss_to_flatten(reference: str, opens_at: int
         technique.epoch.bp, technique.epoch.loss_sum = 10, 10 * loss
         technique.end_epoch(epoch, validation_loss=0.0)
         technique.epoch_figures()
-        assert technique.gp_open == (opens_at is not None and epoch >= opens_at), epoch
-    assert AdaGP(AdaGPParams(plateau_improvement=1.0)).gp_open
+        assert technique.schedule.gp_open == (opens_at is not None and epoch >= opens_at), epoch
+    assert AdaGP(AdaGPParams(plateau_improvement=1.0)).schedule.gp_open
 
 
 def test_history_predicts_the_running_mean_of_true_gradients(
@@ -289,7 +290,7 @@ OUTPUT_SHAPES = {"conv": (8, 4, 5, 5), "linear": (8, 6), "sequence": (8, 3, 6)}
 
 def _feedback_case(
     shape: tuple[int, ...], dtype: torch.dtype
-) -> tuple[_Feedback, torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[FeedbackPredictor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """A predictor with random parameters, and an output y, output error and target on it."""
     generator = torch.Generator().manual_seed(0)
 
@@ -299,7 +300,7 @@ def _feedback_case(
     classes, is_conv = 10, len(shape) == 4
     y = draw(*shape)
     channels = y.shape[1] if is_conv else y.shape[-1]
-    feedback = _Feedback(
+    feedback = FeedbackPredictor(
         torch.nn.Parameter(draw(classes, y[0].numel())),
         torch.nn.Parameter(draw(channels)),
         torch.nn.Parameter(draw(channels)),

@@ -1,6 +1,6 @@
 """The `feedback` predictor's output-sized arithmetic, fused into one or two passes per tensor.
 
-ADA-GP's `feedback` predictor (adagp.py) does a few operations on every element of a layer's
+ADA-GP's `feedback` predictor (predictors.py) does a few operations on every element of a layer's
 output, per batch: the gated product (e B) * gate, BatchNorm's projection (three per-channel
 sums and a subtraction) and, on BP batches, its training step (the residual, its projection, the
 gate's derivative, two per-channel sums). As PyTorch operations that is about fifteen passes

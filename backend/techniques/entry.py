@@ -6,8 +6,9 @@ and one entry point in the group `orrery.techniques` naming the folder's `TECHNI
 
 - `params.py`: its knobs, a pydantic model built on `backend.specs.training.Spec` with the field
   `name: Literal["NAME"] = "NAME"`;
-- `training.py`: its training hook, a `worker.training.technique.Technique` subclass, and the
-  helpers only it uses. It imports torch, so only the worker imports it, through the entry's
+- `training.py`: its training hook, a `worker.training.technique.Technique` subclass, with the
+  modules only it uses beside it (MERCURY's signatures and MCACHE, ADA-GP's predictors and
+  schedule). They import torch, so only the worker imports them, through the entry's
   `training_hook` (a function that imports the class when called);
 - its paper, where it reproduces one: the headline and a miniature experiment (`miniature.yaml`)
   that asks the paper's question on this installation;

@@ -59,6 +59,11 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
     # seeds 0, 1, 2 at 1.5x, 1.6x, 1.7x: mean 1.60, 95% half-width t(2) * 0.1 / sqrt(3) = 0.25
     assert ours[:2] == ["3 of 3", "1.60× ± 0.25"]
     assert ours[3] == "−0.50 pt ± 1.24 pt"  # deltas −1, −0.5, 0 points
+    # Half of 1.97x in log terms is reached, but the accuracy interval reaches below −1 point.
+    assert ours[4] == "partial gain"
+    verdict = mercury.locator("tr[data-accelerator=mercury-like] td.verdict")
+    assert "accuracy change" in (verdict.get_attribute("title") or "")
+    assert "not part of it" in mercury.locator(".verdict-note").inner_text()
     assert mercury.locator("tr.headline-row").locator("td").all_inner_texts()[1] == "1.97×"
     assert page.locator(".no-runs").count() == 2
     assert f"experiment #{experiment_id}" in mercury.inner_text()

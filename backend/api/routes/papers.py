@@ -10,12 +10,14 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
+from backend.analysis.groups import Estimate
 from backend.analysis.papers import PAPERS, is_miniature, miniature_spec
+from backend.analysis.verdict import verdict
 from backend.api.access import visible_to
 from backend.api.deps import DbSession
 from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters
-from backend.api.schemas import RunGroup
+from backend.api.schemas import EstimateOut, RunGroup
 from backend.api.security import CurrentUser
 from backend.db.models import Experiment
 
@@ -29,6 +31,17 @@ class HeadlineOut(BaseModel):
     accuracy: str = Field(description="what the paper says of accuracy")
 
 
+class PaperGroup(RunGroup):
+    """A seed group of the miniature's runs, with the verdict on it against the paper."""
+
+    verdict: str = Field(
+        description="reproduces, partial gain, no gain, loses accuracy or inconclusive, from the "
+        "speedup's and the accuracy change's 95% intervals over seeds (backend/analysis/"
+        "verdict.py); energy is not part of it"
+    )
+    verdict_why: str = Field(description="the reason, in the row's own figures")
+
+
 class PaperOut(BaseModel):
     key: str
     title: str
@@ -36,11 +49,30 @@ class PaperOut(BaseModel):
     headline: HeadlineOut
     miniature: dict[str, Any] = Field(description="the miniature's spec, as submitted")
     experiment_ids: list[int] = Field(description="your visible experiments of this miniature")
-    groups: list[RunGroup] = Field(
+    groups: list[PaperGroup] = Field(
         description="the technique's seed groups over those experiments, one per accelerator "
         "preset (and swept setting): speedup, energy ratio and accuracy delta as mean and 95% "
-        "interval over seeds"
+        "interval over seeds, each with its verdict"
     )
+
+
+def _in_units(out: EstimateOut | None, scale: float = 1.0) -> Estimate | None:
+    """The API's estimate as the verdict reads it, every value times `scale`."""
+    if out is None:
+        return None
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None else scale * value
+
+    return Estimate(
+        out.n, scale * out.mean, scaled(out.sd), scaled(out.ci_low), scaled(out.ci_high)
+    )
+
+
+def _judged(group: RunGroup, paper_speedup: float) -> PaperGroup:
+    """The group with its verdict (the accuracy change in points, as the verdict's rules read)."""
+    judged = verdict(_in_units(group.speedup), _in_units(group.accuracy_delta, 100), paper_speedup)
+    return PaperGroup(**group.model_dump(), verdict=judged.outcome, verdict_why=judged.why)
 
 
 def _technique_groups(
@@ -88,7 +120,7 @@ def papers(db: DbSession, user: CurrentUser) -> list[PaperOut]:
                 ),
                 miniature=spec,
                 experiment_ids=ids,
-                groups=_technique_groups(db, user, ids),
+                groups=[_judged(g, paper.speedup) for g in _technique_groups(db, user, ids)],
             )
         )
     return out

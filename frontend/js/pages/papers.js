@@ -31,7 +31,8 @@ function headlineRow(paper) {
     el("td", { class: "num muted", text: "its own networks" }),
     el("td", { class: "num", text: times[0](headline.speedup) }),
     el("td", { class: "num", text: headline.energy_ratio === null ? "not reported" : ratio[0](headline.energy_ratio) }),
-    el("td", { class: "num", text: headline.accuracy }));
+    el("td", { class: "num", text: headline.accuracy }),
+    el("td", { class: "muted", text: "" }));
 }
 
 function groupRow(group) {
@@ -43,15 +44,26 @@ function groupRow(group) {
     el("td", { class: "num", text: `${group.done} of ${group.run_ids.length}` }),
     estimateCell(group.speedup, times),
     estimateCell(group.energy_ratio, ratio),
-    estimateCell(group.accuracy_delta, points));
+    estimateCell(group.accuracy_delta, points),
+    el("td", { class: `verdict verdict-${group.verdict.split(" ")[0]}`, title: group.verdict_why, text: group.verdict }));
 }
 
 function resultsTable(paper) {
-  const head = el("tr", {}, ["", "Seeds done", "Speedup", "Energy ratio", "Accuracy (Δ to baseline)"]
-    .map((h, i) => el("th", { scope: "col", class: i ? "num" : undefined, text: h })));
+  const head = el("tr", {}, ["", "Seeds done", "Speedup", "Energy ratio", "Accuracy (Δ to baseline)", "Verdict"]
+    .map((h, i) => el("th", { scope: "col", class: i && i < 5 ? "num" : undefined, text: h })));
   const rows = [headlineRow(paper), ...paper.groups.map(groupRow)];
   return el("table", { class: "data paper-results", "aria-label": `${paper.title}: paper and ours` },
     el("thead", {}, head), el("tbody", {}, rows));
+}
+
+/** What the ± and the verdict are, said once under each table. */
+function verdictNote() {
+  return el("p", { class: "muted verdict-note" },
+    "± is the half-width of the 95% Student-t interval over seeds: it covers the seeds only, not the "
+    + "preset's assumptions. Verdict: reproduces when the speedup's interval lies above 1, its mean "
+    + "reaches half the paper's gain in log terms and the accuracy change's interval lies above −1 point; "
+    + "no gain when the speedup's interval lies below 1.05; partial gain, loses accuracy or inconclusive "
+    + "otherwise (hover a verdict for its reason). Energy is shown beside it and is not part of it.");
 }
 
 function miniatureLine(spec) {
@@ -91,6 +103,7 @@ function paperCard(paper) {
     el("p", { class: "headline" }, el("strong", { text: `${paper.venue}: ` }), paper.headline.text),
     el("p", { class: "muted", text: miniatureLine(paper.miniature) }),
     paper.groups.length ? el("div", { class: "scroll" }, results) : results,
+    paper.groups.length ? verdictNote() : null,
     experiments,
     el("div", { class: "row actions" }, submitButton(paper, status), " ", status),
     el("details", {}, el("summary", { text: "The miniature's spec" }), el("pre", { class: "spec", text: JSON.stringify(paper.miniature, null, 2) })),

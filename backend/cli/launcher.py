@@ -97,11 +97,15 @@ def reconcile(
     loop: Annotated[bool, typer.Option(help="keep running, one pass per --interval")] = False,
     interval: Annotated[float, typer.Option(help="seconds between passes with --loop")] = 60.0,
     grace: Annotated[
-        float | None, typer.Option(help="skip trainings younger than this, seconds")
+        float | None,
+        typer.Option(
+            help="seconds after its last send before a queued training is sent again (doubling "
+            "with each re-send; default: the reconcile_grace_seconds setting)"
+        ),
     ] = None,
 ) -> None:
-    """Take back trainings whose lease expired; re-enqueue trainings left queued in the
-    database with no task in the broker."""
+    """Take back trainings whose lease expired; send again queued trainings whose last send is
+    overdue (the trainings table says which, not the broker)."""
     import time
 
     from backend.delivery.queue import make_celery

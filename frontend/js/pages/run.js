@@ -14,6 +14,8 @@ const errors = document.getElementById("page-errors");
 
 const link = (href, text) => el("a", { href, text });
 const mib = (bytes) => (bytes === null || bytes === undefined ? "–" : `${fmtNumber(bytes / 2 ** 20)} MiB`);
+const seconds = (s) => (s === null || s === undefined ? "–" : `${fmtNumber(s)} s`);
+const squareMm = (mm2) => (mm2 === null || mm2 === undefined ? "–" : `${fmtNumber(mm2)} mm²`);
 const microjoules = (pj) => (pj === null || pj === undefined ? "–" : `${fmtNumber(pj / 1e6)} µJ`);
 
 function facts(container, rows) {
@@ -46,7 +48,9 @@ function renderSummary(run) {
     ["Speedup", run.speedup === null ? "–" : `${run.speedup.toFixed(3)}×`],
     ["Energy ratio", fmtNumber(run.energy_ratio)],
     ["Cycles", `${fmtNumber(run.total_cycles)} (${fmtNumber(run.compute_cycles)} array and exposed extension + ${fmtNumber(run.stall_cycles)} stall)`],
+    ["Time", `${seconds(run.seconds)} for the training, ${seconds(run.seconds_per_step)} a step (at ${fmtNumber(run.accelerator_config?.clock_mhz ?? null)} MHz)`],
     ["Energy", microjoules(run.energy_pj)],
+    ["Area", `${squareMm(run.area_mm2)} (45 nm, its extensions included)`],
     ["MACs actual / algorithmic", `${fmtNumber(run.macs_actual)} / ${fmtNumber(run.macs_algorithmic)}`],
     ["MACs skipped / overhead", `${fmtNumber(run.macs_skipped)} / ${fmtNumber(run.macs_overhead)}`],
     ["DRAM traffic", mib(run.dram_bytes)],

@@ -1,4 +1,5 @@
-"""What an accelerator is: the PE array, its memories, its energy table and its extensions.
+"""What an accelerator is: the PE array, its memories, its energy and area tables and its
+extensions.
 
 This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
 nothing but pydantic. Every field is a design-space dimension a user may sweep.
@@ -92,12 +93,15 @@ class AreaTable(_Spec):
     assumed there):
     - arithmetic: Horowitz, ISSCC 2014 ("Computing's energy problem"), 45 nm: FP32 multiply
       7,700, FP32 add 4,184, FP16 multiply 1,640, FP16 add 1,360 µm².
-    - register bit and comparator: the Aladdin table of Accelergy's library plug-in, 40 nm (a
-      1-bit register 5.98 µm², a 32-bit comparator 71 µm²), scaled to 45 nm by (45/40)^2
-      (assumed: ideal area scaling) = 7.568 and 89.86 µm².
-    - SRAM: CACTI's rule of thumb of about 600 F^2 per SRAM bit, periphery included (D. J.
+    - register bit and comparator: the 40 nm component table of Aladdin (Shao et al., ISCA
+      2014) as Accelergy's component library ships it (a 1-bit register 5.98 µm², a 32-bit
+      comparator 71 µm²), scaled to 45 nm by (45/40)^2 (assumed: ideal area scaling) = 7.568
+      and 89.86 µm².
+    - SRAM: the rule of thumb of about 600 F^2 per SRAM bit cell, F the feature size (D. J.
       Greaves, System-on-Chip Design lecture notes, "45nm SRAM Memory Area and Power
-      Consumption"), F = 45 nm: 1.215 µm² a bit, 9,953 µm² a KiB.
+      Consumption", beside CACTI's scaling formulae), F = 45 nm: 1.215 µm² a bit, 9,953 µm² a
+      KiB. Assumed: that figure stands for the whole buffer, decoders and sense amplifiers
+      included (600 F^2 is about 3.5x a 45 nm 6T cell), whatever its size and ports.
     - assumed (no source): interconnect and control as a fraction of all other area; the depth
       of the FIFOs feeding the array's edges.
     """

@@ -18,6 +18,13 @@ const seconds = (s) => (s === null || s === undefined ? "–" : `${fmtNumber(s)}
 const squareMm = (mm2) => (mm2 === null || mm2 === undefined ? "–" : `${fmtNumber(mm2)} mm²`);
 const microjoules = (pj) => (pj === null || pj === undefined ? "–" : `${fmtNumber(pj / 1e6)} µJ`);
 
+/** The area by component, one line each, for the Area figure's hover text. */
+function areaParts(parts) {
+  if (!parts) return undefined;
+  return Object.entries(parts).filter(([, um2]) => um2 > 0)
+    .map(([name, um2]) => `${name.replaceAll("_", " ")}: ${fmtNumber(um2 / 1e6)} mm²`).join("\n");
+}
+
 function facts(container, rows) {
   for (const [term, value] of rows) {
     container.append(el("dt", { text: term }), el("dd", {}, value));
@@ -50,7 +57,7 @@ function renderSummary(run) {
     ["Cycles", `${fmtNumber(run.total_cycles)} (${fmtNumber(run.compute_cycles)} array and exposed extension + ${fmtNumber(run.stall_cycles)} stall)`],
     ["Time", `${seconds(run.seconds)} for the training, ${seconds(run.seconds_per_step)} a step (at ${fmtNumber(run.accelerator_config?.clock_mhz ?? null)} MHz)`],
     ["Energy", microjoules(run.energy_pj)],
-    ["Area", `${squareMm(run.area_mm2)} (45 nm, its extensions included)`],
+    ["Area", el("span", { title: areaParts(run.summary?.area_um2) }, `${squareMm(run.area_mm2)} (45 nm, its extensions included)`)],
     ["MACs actual / algorithmic", `${fmtNumber(run.macs_actual)} / ${fmtNumber(run.macs_algorithmic)}`],
     ["MACs skipped / overhead", `${fmtNumber(run.macs_skipped)} / ${fmtNumber(run.macs_overhead)}`],
     ["DRAM traffic", mib(run.dram_bytes)],

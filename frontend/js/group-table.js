@@ -4,7 +4,7 @@
 // fastest design point (least training time) and the most efficient (least training energy).
 
 import { API, describe, getJson, query } from "./api.js";
-import { el, fmtNumber } from "./format.js";
+import { el, fmtNumber, fmtSeconds } from "./format.js";
 
 const COLUMNS = [
   { key: "technique", label: "Technique", text: (g) => g.technique },
@@ -64,7 +64,7 @@ function leaders(groups) {
   const efficient = least(groups, (g) => g.energy_pj);
   if (!fastest && !efficient) return null;
   const parts = [];
-  if (fastest) parts.push(`Fastest: ${pointName(fastest)}, ${fmtNumber(fastest.seconds.mean * 1e3)} ms for the training.`);
+  if (fastest) parts.push(`Fastest: ${pointName(fastest)}, ${fmtSeconds(fastest.seconds.mean)} for the training.`);
   if (efficient) parts.push(`Most efficient: ${pointName(efficient)}, ${fmtNumber(efficient.energy_pj.mean / 1e6)} µJ.`);
   return el("p", { class: "leaders", id: "design-point-leaders", text: parts.join(" ") });
 }

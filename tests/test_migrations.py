@@ -244,3 +244,51 @@ def test_0012_renames_the_mcache_extension_on_sqlite(tmp_path: Path) -> None:
 
 def test_0012_renames_the_mcache_extension_on_postgresql(postgres_url: str) -> None:
     _rename_the_mcache_extension(postgres_url)
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_0016_fills_seconds_from_the_stored_summary(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'orrery.db'}"
+        if database == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    migrate.upgrade(url, "0013")
+    engine = create_engine(url)
+    runs = sa.table(
+        "runs", *(sa.column(name) for name in _RUN_COLUMNS),
+        sa.column("technique_params", sa.JSON), sa.column("training_config", sa.JSON),
+        sa.column("accelerator_config", sa.JSON), sa.column("params", sa.JSON),
+        sa.column("summary", sa.JSON),
+    )  # fmt: skip
+    common = {
+        "experiment_id": 1, "is_baseline": True, "technique": "baseline", "model": "lenet5",
+        "dataset": "digits", "accelerator_name": "edge", "seed": 0, "progress": 1.0,
+        "technique_params": [], "training_config": {}, "accelerator_config": {}, "params": {},
+    }  # fmt: skip
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO experiments (id, name, spec, status, tags, notes) "
+                "VALUES (1, 'e', '{}', 'done', '[]', '')"
+            )
+        )
+        connection.execute(
+            runs.insert(),
+            [
+                {**common, "id": 1, "status": "done", "summary": {"seconds": 0.25}},
+                {**common, "id": 2, "status": "queued", "summary": None},
+            ],
+        )
+    migrate.upgrade(url)
+    with engine.connect() as connection:
+        stored = connection.execute(
+            text("SELECT id, seconds, seconds_per_step, area_mm2 FROM runs ORDER BY id")
+        ).all()
+    assert [tuple(row) for row in stored] == [(1, 0.25, None, None), (2, None, None, None)]
+    migrate.downgrade(url, "0013")
+    with engine.connect() as connection:
+        assert "seconds" not in {c["name"] for c in inspect(connection).get_columns("runs")}
+    engine.dispose()

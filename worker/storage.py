@@ -23,8 +23,10 @@ from backend.delivery.claims import lease_held
 from backend.experiments.service import TERMINAL, refresh_experiment_status
 from backend.settings import Settings
 from backend.specs.accelerator import AcceleratorConfig
-from backend.specs.figures import LAYER_MEASURES, SIMULATED, Measure
+from backend.specs.figures import HARDWARE, LAYER_MEASURES, SIMULATED, TRAINING_ONLY, Measure
+from backend.techniques.mercury.params import MercuryParams
 from worker.sim import SimulationResult, Workload, simulate_many
+from worker.sim.area import AreaBreakdown, McacheSize, area
 
 DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
 
@@ -74,6 +76,29 @@ def _layer_rows(run_id: int, sim: SimulationResult) -> list[LayerResult]:
     return rows
 
 
+def mcache_size(technique_params: list[dict[str, Any]] | None) -> McacheSize:
+    """The MCACHE a run's MERCURY parameters ask for (MercuryParams' defaults for what they do
+    not say, and for a run without MERCURY)."""
+    defaults = {name: info.default for name, info in MercuryParams.model_fields.items()}
+    given = next((p for p in technique_params or [] if p.get("name") == "mercury"), {})
+    params = defaults | given
+    return McacheSize(
+        entries=int(params["cache_entries"]),
+        ways=int(params["cache_ways"]),
+        signature_bits=max(int(params["signature_bits"]), int(params["max_bits"])),
+        direct=params["cache"] == "direct",
+    )
+
+
+def run_area(
+    accelerator_config: dict[str, Any], technique_params: list[dict[str, Any]] | None
+) -> AreaBreakdown:
+    """The area of a run's accelerator (its extensions as the run has them switched on), its
+    MCACHE sized by the run's MERCURY parameters."""
+    accel = AcceleratorConfig.model_validate(accelerator_config)
+    return area(accel, mcache_size(technique_params))
+
+
 def did_not_learn(accuracy: float | None, chance: float | None, margin: float) -> bool | None:
     """Test accuracy below chance + margin (None when either is unknown)."""
     if accuracy is None or chance is None:
@@ -92,6 +117,7 @@ def store_simulation(
     """Set the run's metrics and `done` together, then replace its layer rows; False (and
     nothing written) if the run is no longer open."""
     totals = sim.totals
+    hardware = run_area(run.accelerator_config, run.technique_params)
     stored = db.execute(
         update(Run)
         .where(Run.id == run.id, Run.status.in_(("queued", "running")))
@@ -102,9 +128,11 @@ def store_simulation(
             accuracy=accuracy,
             loss=loss,
             did_not_learn=not_learned,
-            **measured(SIMULATED, totals),
+            **measured(SIMULATED + TRAINING_ONLY, totals),
+            **measured(HARDWARE, hardware),
             summary={
                 **asdict(totals),
+                "area_um2": hardware.components,
                 "conv_operand_traffic": sim.conv_operand_traffic,
                 "notes": list(sim.notes),
             },

@@ -20,7 +20,7 @@ _COLUMNS = (
     Run.id, Run.seed, Run.technique, Run.model, Run.dataset, Run.accelerator_name,
     Run.is_baseline, Run.status, Run.params, Run.training_config, Run.technique_params,
     Run.accelerator_config, Run.accuracy, Run.speedup, Run.energy_ratio, Run.did_not_learn,
-    Run.baseline_hardware,
+    Run.baseline_hardware, Run.seconds, Run.seconds_per_step, Run.energy_pj, Run.area_mm2,
 )  # fmt: skip
 
 
@@ -78,4 +78,16 @@ def _summary(key: str, rows: list[Any]) -> RunGroup:
         accuracy_delta=_estimate(deltas),
         speedup=_estimate([row["speedup"] for row in done]),
         energy_ratio=_estimate([row["energy_ratio"] for row in done]),
+        seconds=_estimate([row["seconds"] for row in done]),
+        seconds_per_step=_estimate([row["seconds_per_step"] for row in done]),
+        energy_pj=_estimate([row["energy_pj"] for row in done]),
+        energy_delay=_estimate([_energy_delay(row) for row in done]),
+        area_mm2=_estimate([row["area_mm2"] for row in done]),
     )
+
+
+def _energy_delay(row: Any) -> float | None:
+    """Energy-delay product (pJ·s) of one run, None without both."""
+    if row["energy_pj"] is None or row["seconds"] is None:
+        return None
+    return float(row["energy_pj"]) * float(row["seconds"])

@@ -278,6 +278,15 @@ class RunGroup(BaseModel):
     )
     speedup: EstimateOut | None
     energy_ratio: EstimateOut | None
+    seconds: EstimateOut | None = Field(
+        None, description="the training's time on the accelerator, s (cycles / clock)"
+    )
+    seconds_per_step: EstimateOut | None = Field(None, description="time per training step, s")
+    energy_pj: EstimateOut | None = Field(None, description="the training's energy, pJ")
+    energy_delay: EstimateOut | None = Field(
+        None, description="energy-delay product of the training: energy_pj x seconds, pJ·s"
+    )
+    area_mm2: EstimateOut | None = Field(None, description="accelerator area at 45 nm, mm²")
 
 
 class ParetoPoint(BaseModel):

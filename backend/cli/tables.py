@@ -16,6 +16,8 @@ from rich.table import Table
 from backend.cli.output import console
 from backend.specs.techniques import EPOCH_FIGURES
 
+LEFT_COLUMNS = ("technique", "model", "dataset", "accelerator", "status", "reason")
+
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
     """The runs as one table, a row each, the reason a run ended in its last column."""
@@ -31,13 +33,13 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
         "speedup",
         "energy ratio",
         "cycles",
+        "seconds",
+        "area mm²",
         "reason",
     ):
         table.add_column(
             column,
-            justify="right"
-            if column in ("id", "accuracy", "speedup", "energy ratio", "cycles")
-            else "left",
+            justify="left" if column in LEFT_COLUMNS else "right",
             overflow="fold" if column == "reason" else "ellipsis",
         )
     for run in runs:
@@ -52,6 +54,8 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
             _fmt(run["speedup"], "{:.2f}x"),
             _fmt(run["energy_ratio"], "{:.2f}"),
             _fmt(run["total_cycles"], "{:,}"),
+            _fmt(run.get("seconds"), "{:.4g}"),
+            _fmt(run.get("area_mm2"), "{:.3g}"),
             run["error"] or "",
         )
     console.print(table)
@@ -98,7 +102,10 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
         "speedup": _fmt(run["speedup"], "{:.3f}x"),
         "energy ratio": _fmt(run["energy_ratio"], "{:.3f}"),
         "cycles": _fmt(run["total_cycles"], "{:,}"),
+        "time": f"{_fmt(run.get('seconds'), '{:.4g} s')} for the training, "
+        f"{_fmt(run.get('seconds_per_step'), '{:.4g} s')} a step",
         "energy": _fmt(run["energy_pj"] and run["energy_pj"] / 1e6, "{:,.1f} µJ"),
+        "area": _fmt(run.get("area_mm2"), "{:.3f} mm² (45 nm)"),
         "MACs actual / algorithmic": f"{_fmt(run['macs_actual'], '{:,}')} / "
         f"{_fmt(run['macs_algorithmic'], '{:,}')} (overhead {_fmt(run['macs_overhead'], '{:,}')})",
     }

@@ -1,4 +1,5 @@
-"""What an accelerator is: the PE array, its memories, its energy table and its extensions.
+"""What an accelerator is: the PE array, its memories, its energy and area tables and its
+extensions.
 
 This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
 nothing but pydantic. Every field is a design-space dimension a user may sweep.
@@ -83,6 +84,43 @@ class EnergyTable(_Spec):
     dram: float = Field(640.0, ge=0, description="pJ per 32-bit DRAM access")
     int_add: float = Field(0.1, ge=0, description="pJ per 32-bit integer add or compare")
     int_mult: float = Field(3.1, ge=0, description="pJ per 32-bit integer multiply")
+
+
+class AreaTable(_Spec):
+    """Area of each component in µm², at the 45 nm node of the energy table.
+
+    Defaults and their sources (worker/sim/area.py says how they are combined and what is
+    assumed there):
+    - arithmetic: Horowitz, ISSCC 2014 ("Computing's energy problem"), 45 nm: FP32 multiply
+      7,700, FP32 add 4,184, FP16 multiply 1,640, FP16 add 1,360 µm².
+    - register bit and comparator: the 40 nm component table of Aladdin (Shao et al., ISCA
+      2014) as Accelergy's component library ships it (a 1-bit register 5.98 µm², a 32-bit
+      comparator 71 µm²), scaled to 45 nm by (45/40)^2 (assumed: ideal area scaling) = 7.568
+      and 89.86 µm².
+    - SRAM: the rule of thumb of about 600 F^2 per SRAM bit cell, F the feature size (D. J.
+      Greaves, System-on-Chip Design lecture notes, "45nm SRAM Memory Area and Power
+      Consumption", beside CACTI's scaling formulae), F = 45 nm: 1.215 µm² a bit, 9,953 µm² a
+      KiB. Assumed: that figure stands for the whole buffer, decoders and sense amplifiers
+      included (600 F^2 is about 3.5x a 45 nm 6T cell), whatever its size and ports.
+    - assumed (no source): interconnect and control as a fraction of all other area; the depth
+      of the FIFOs feeding the array's edges.
+    """
+
+    fp32_mult: float = Field(7700.0, ge=0, description="µm² of an FP32 multiplier")
+    fp32_add: float = Field(4184.0, ge=0, description="µm² of an FP32 adder")
+    fp16_mult: float = Field(1640.0, ge=0, description="µm² of an FP16 multiplier")
+    fp16_add: float = Field(1360.0, ge=0, description="µm² of an FP16 adder")
+    register_bit: float = Field(7.568, ge=0, description="µm² of one register (flip-flop) bit")
+    comparator_32: float = Field(
+        89.86, ge=0, description="µm² of a 32-bit equality/magnitude comparator (scales by width)"
+    )
+    sram_kib: float = Field(9953.28, ge=0, description="µm² of one KiB of SRAM, periphery included")
+    edge_fifo_words: int = Field(
+        2, ge=0, le=1024, description="words of FIFO at each array row's and column's edge"
+    )
+    interconnect_fraction: float = Field(
+        0.1, ge=0, le=10, description="interconnect and control, as a fraction of all other area"
+    )
 
 
 class HardwareExtension(_Spec):
@@ -205,6 +243,7 @@ class AcceleratorConfig(_Spec):
     clock_mhz: float = Field(500.0, gt=0, le=10_000, description="clock frequency in MHz")
     storage: OperandStorage = Field(default_factory=OperandStorage)
     energy: EnergyTable = Field(default_factory=EnergyTable)
+    area: AreaTable = Field(default_factory=AreaTable)
     mcache: McacheHardware = Field(default_factory=McacheHardware)
     zero_skipping: ZeroSkipping = Field(default_factory=ZeroSkipping)
     gradient_predictor: GradientPredictorUnit = Field(default_factory=GradientPredictorUnit)

@@ -9,9 +9,9 @@ without any technique), declared here, and those a technique measures, declared 
 and per layer in `per_layer`); the API, the charts and the paper check list them from
 `EPOCH_FIGURES` (backend/specs/techniques.py).
 
-Adding a measure is its declaration below, the line of the simulator that computes it, and a
-migration adding its column; adding an epoch figure is its declaration and the code that
-measures it.
+Adding a measure is its declaration below, the line of the simulator (or of the area model,
+worker/sim/area.py) that computes it, and a migration adding its column; adding an epoch figure
+is its declaration and the code that measures it.
 """
 
 from __future__ import annotations
@@ -70,11 +70,22 @@ LAYER_ONLY: tuple[Measure, ...] = (
     Measure("mapping_efficiency", float, "", "share of the PEs the GEMM's tiles occupy"),
 )
 LAYER_MEASURES: tuple[Measure, ...] = SIMULATED + LAYER_ONLY
+# What only the whole training has: its time on the accelerator (the simulator's totals).
+TRAINING_ONLY: tuple[Measure, ...] = (
+    Measure("seconds", float, "s", "total cycles / clock: the whole training's time"),
+    Measure("seconds_per_step", float, "s", "seconds / training steps (mini-batches)"),
+)
+# What the accelerator is, as the run's training sized it (worker/sim/area.py).
+HARDWARE: tuple[Measure, ...] = (
+    Measure("area_mm2", float, "mm²", "accelerator area at 45 nm, the run's extensions included"),
+)
 # A run's: its training's outcome, the simulated totals, and the comparison with its baseline.
 RUN_MEASURES: tuple[Measure, ...] = (
     Measure("accuracy", float, "", "test accuracy after the last epoch (0-1)"),
     Measure("loss", float, "", "test loss after the last epoch"),
     *SIMULATED,
+    *TRAINING_ONLY,
+    *HARDWARE,
     Measure("speedup", float, "", "baseline cycles / run cycles (1 for a baseline)"),
     Measure("energy_ratio", float, "", "run energy / baseline energy (1 for a baseline)"),
 )

@@ -7,6 +7,15 @@ export function fmtNumber(value, digits = 3) {
   return Number(value.toFixed(digits)).toLocaleString("en-US");
 }
 
+/** A time in seconds with a unit that keeps four significant digits readable (s, ms or µs). */
+export function fmtSeconds(value) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "–";
+  const abs = Math.abs(value);
+  if (abs >= 1 || abs === 0) return `${Number(value.toPrecision(4)).toLocaleString("en-US")} s`;
+  if (abs >= 1e-3) return `${Number((value * 1e3).toPrecision(4))} ms`;
+  return `${Number((value * 1e6).toPrecision(4))} µs`;
+}
+
 export function fmtPercent(value) {
   return value === null || value === undefined ? "–" : `${(value * 100).toFixed(1)}%`;
 }

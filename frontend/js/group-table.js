@@ -1,8 +1,10 @@
 // The compare page's summary: one row per design point (runs equal but for the seed), each metric
-// as its mean and 95% Student-t interval over seeds, sortable; a row's run count opens its runs.
+// as its mean and 95% Student-t interval over seeds, sortable (by speedup, time, energy,
+// energy-delay product, area, ...); a row's run count opens its runs. Above the table it names the
+// fastest design point (least training time) and the most efficient (least training energy).
 
 import { API, describe, getJson, query } from "./api.js";
-import { el, fmtNumber } from "./format.js";
+import { el, fmtNumber, fmtSeconds } from "./format.js";
 
 const COLUMNS = [
   { key: "technique", label: "Technique", text: (g) => g.technique },
@@ -12,6 +14,11 @@ const COLUMNS = [
   { key: "seeds", label: "Seeds", num: true, value: (g) => g.done },
   { key: "speedup", label: "Speedup (×)", num: true, estimate: (g) => g.speedup, scale: 1, digits: 3 },
   { key: "energy_ratio", label: "Energy ratio", num: true, estimate: (g) => g.energy_ratio, scale: 1, digits: 3 },
+  { key: "seconds", label: "Time (ms)", num: true, lower: true, estimate: (g) => g.seconds, scale: 1e3, digits: 3 },
+  { key: "seconds_per_step", label: "Time a step (µs)", num: true, lower: true, estimate: (g) => g.seconds_per_step, scale: 1e6, digits: 3 },
+  { key: "energy_pj", label: "Energy (µJ)", num: true, lower: true, estimate: (g) => g.energy_pj, scale: 1e-6, digits: 3 },
+  { key: "energy_delay", label: "EDP (µJ·ms)", num: true, lower: true, estimate: (g) => g.energy_delay, scale: 1e-3, digits: 3 },
+  { key: "area_mm2", label: "Area (mm²)", num: true, lower: true, estimate: (g) => g.area_mm2, scale: 1, digits: 3 },
   { key: "accuracy", label: "Accuracy (%)", num: true, estimate: (g) => g.accuracy, scale: 100, digits: 2 },
   { key: "accuracy_delta", label: "Δ accuracy (pt)", num: true, estimate: (g) => g.accuracy_delta, scale: 100, digits: 2, signed: true },
 ];
@@ -34,6 +41,32 @@ function estimateCell(estimate, column) {
   const half = ((estimate.ci_high - estimate.ci_low) / 2) * column.scale;
   return el("span", { title: `95% interval ${number(estimate.ci_low * column.scale, column)} to ${number(estimate.ci_high * column.scale, column)}, n = ${estimate.n}` },
     `${mean} ± ${fmtNumber(half, column.digits)}`);
+}
+
+/** The design point with the least mean of `pick` (null when none has it). */
+function least(groups, pick) {
+  let best = null;
+  for (const group of groups) {
+    const mean = pick(group)?.mean;
+    if (mean !== undefined && mean !== null && (best === null || mean < pick(best).mean)) best = group;
+  }
+  return best;
+}
+
+function pointName(group) {
+  const swept = setting(group);
+  return `${group.technique} on ${group.accelerator_name}${swept === "–" ? "" : ` (${swept})`}`;
+}
+
+/** "Fastest: …; most efficient: …", from the mean training time and energy over seeds. */
+function leaders(groups) {
+  const fastest = least(groups, (g) => g.seconds);
+  const efficient = least(groups, (g) => g.energy_pj);
+  if (!fastest && !efficient) return null;
+  const parts = [];
+  if (fastest) parts.push(`Fastest: ${pointName(fastest)}, ${fmtSeconds(fastest.seconds.mean)} for the training.`);
+  if (efficient) parts.push(`Most efficient: ${pointName(efficient)}, ${fmtNumber(efficient.energy_pj.mean / 1e6)} µJ.`);
+  return el("p", { class: "leaders", id: "design-point-leaders", text: parts.join(" ") });
 }
 
 function sortValue(group, column) {
@@ -68,13 +101,13 @@ export async function groupTable(box, runs) {
     });
     const header = el("tr", {}, COLUMNS.map((c) => el("th", { "aria-sort": c.key === sort.key ? (sort.descending ? "descending" : "ascending") : "none" },
       el("button", { type: "button", class: "sort", text: `${c.label}${c.key === sort.key ? (sort.descending ? " ▼" : " ▲") : ""}`,
-        onclick: () => { sort = { key: c.key, descending: c.key === sort.key ? !sort.descending : Boolean(c.num) }; render(); } }))));
+        onclick: () => { sort = { key: c.key, descending: c.key === sort.key ? !sort.descending : Boolean(c.num) && !c.lower }; render(); } }))));
     const rows = ordered.map((g) => el("tr", { dataset: { group: g.key } }, COLUMNS.map((c) => {
       if (c.key === "seeds") return el("td", { class: "num" }, el("a", { href: `/compare?ids=${g.run_ids.join(",")}`, title: "compare these runs", text: `${g.done} of ${g.run_ids.length}` }));
       return el("td", { class: c.num ? "num" : "" }, c.estimate ? estimateCell(c.estimate(g), c) : c.text(g));
     })));
-    box.replaceChildren(el("table", { class: "data", "aria-label": "design points over seeds" }, el("thead", {}, header), el("tbody", {}, rows)),
-      el("p", { class: "hint", text: "One row per design point: runs equal in everything but the seed. Mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy is paired with each seed's own baseline." }));
+    box.replaceChildren(leaders(groups) ?? "", el("table", { class: "data", "aria-label": "design points over seeds" }, el("thead", {}, header), el("tbody", {}, rows)),
+      el("p", { class: "hint", text: "One row per design point: runs equal in everything but the seed. Mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy is paired with each seed's own baseline. Time, energy and their product (EDP) are the whole training's on the simulated accelerator; area is at 45 nm with the extensions the run uses." }));
   };
   render();
 }

@@ -29,6 +29,8 @@ const COLUMNS = [
   { key: "energy_ratio", label: "Energy ratio", sort: "energy_ratio", num: true, render: (r) => fmtNumber(r.energy_ratio) },
   { key: "total_cycles", label: "Cycles", sort: "total_cycles", num: true, render: (r) => fmtNumber(r.total_cycles) },
   { key: "energy_pj", label: "Energy (µJ)", sort: "energy_pj", num: true, render: (r) => fmtNumber(r.energy_pj === null ? null : r.energy_pj / 1e6) },
+  { key: "seconds", label: "Time (s)", sort: "seconds", num: true, render: (r) => fmtNumber(r.seconds) },
+  { key: "area_mm2", label: "Area (mm²)", sort: "area_mm2", num: true, render: (r) => fmtNumber(r.area_mm2) },
   { key: "params", label: "Swept values", render: (r) => fmtParams(r.params) },
   { key: "tags", label: "Tags", render: (r) => tagChips(r.tags) },
 ];

@@ -12,6 +12,7 @@ const GROUPABLE = [
 const METRICS = [
   ["accuracy", "Accuracy (%)", 100], ["speedup", "Speedup (×)", 1], ["energy_ratio", "Energy ratio", 1],
   ["total_cycles", "Cycles", 1], ["energy_pj", "Energy (µJ)", 1e-6], ["dram_bytes", "DRAM (MiB)", 1 / 2 ** 20],
+  ["seconds", "Time (s)", 1], ["area_mm2", "Area (mm²)", 1],
 ];
 
 /** A "Columns" menu of checkboxes; choices are saved to the server and applied to `table`. */

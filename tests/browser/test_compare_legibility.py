@@ -127,6 +127,9 @@ def test_fifty_runs_six_sweep_parameters_no_label_overlaps(
     page.goto(f"{server.url}/compare?ids={','.join(map(str, run_ids))}")
     wait_for_charts(page, len(CHARTS))
     page.screenshot(path=screenshots / "11-compare-50-runs.png", full_page=True)
+    # The summary names the most efficient design point (these runs store no time: no fastest).
+    leaders = page.locator("#design-point-leaders").inner_text()
+    assert leaders.startswith("Most efficient: ") and "µJ" in leaders
     problems = {}
     for chart in CHARTS:
         count, clashes = overlapping_labels(page, chart)

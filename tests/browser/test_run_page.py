@@ -55,6 +55,10 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     summary = page.locator("#summary").inner_text()
     assert "done" in summary and f"experiment #{experiment['id']}" in summary
     assert f"run #{baseline['id']}" in summary and "every extension off" in summary
+    # Time and area, as the API stores them.
+    assert "s for the training" in summary and "s a step (at 200 MHz)" in summary
+    assert detail["seconds"] > 0 and detail["area_mm2"] > 0
+    assert "mm² (45 nm, its extensions included)" in summary
     # Every layer-pass the API stores is a row, in order.
     rows = page.locator("#layer-table tbody tr")
     assert rows.count() == len(detail["layers"]) > 0

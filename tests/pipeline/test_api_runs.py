@@ -139,6 +139,31 @@ def test_export_streams_every_matching_run(api: TestClient, finished: dict) -> N
     assert all(row["accelerator_config"]["name"] == "edge" for row in data)
 
 
+def test_time_and_area_are_fields_sort_keys_and_export_columns(
+    api: TestClient, finished: dict, pg_settings: Settings
+) -> None:
+    areas = {}
+    with session_scope(pg_settings.effective_database_url) as db:
+        for position, run_id in enumerate(sorted(finished)):
+            cycles = finished[run_id]["total_cycles"]
+            areas[run_id] = 10.0 - position  # the later the run, the smaller its accelerator
+            values = {"seconds": cycles / 200e6, "seconds_per_step": cycles / 200e6 / 50}
+            db.execute(update(Run).where(Run.id == run_id).values(area_mm2=areas[run_id], **values))
+    page = api.get("/api/v1/runs", params={"sort": "area_mm2"}).json()
+    assert [run["id"] for run in page["items"]] == sorted(areas, key=areas.__getitem__)
+    by_time = api.get("/api/v1/runs", params={"sort": "-seconds"}).json()["items"]
+    assert [run["seconds"] for run in by_time] == sorted(
+        (finished[i]["total_cycles"] / 200e6 for i in finished), reverse=True
+    )
+    rows = list(csv.DictReader(io.StringIO(api.get("/api/v1/runs/export?sort=id").text)))
+    assert {"seconds", "seconds_per_step", "area_mm2", "energy_pj"} <= set(rows[0])
+    for row in rows:
+        run_id = int(row["id"])
+        assert float(row["area_mm2"]) == areas[run_id]
+        assert float(row["seconds"]) == pytest.approx(finished[run_id]["total_cycles"] / 200e6)
+        assert float(row["seconds_per_step"]) == pytest.approx(float(row["seconds"]) / 50)
+
+
 def test_run_detail_and_404(api: TestClient, finished: dict) -> None:
     run_id = max(finished)
     detail = api.get(f"/api/v1/runs/{run_id}").json()

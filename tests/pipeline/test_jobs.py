@@ -12,6 +12,7 @@ from backend.db.session import session_scope
 from backend.settings import Settings
 from tests.pipeline.conftest import TINY_TRAINING
 from worker.jobs import run_training_job
+from worker.storage import run_area
 
 SPEC = {
     "name": "jobs",
@@ -48,7 +49,22 @@ def test_job_trains_stores_and_simulates_each_run(api: TestClient, pg_settings: 
             assert run.macs_actual + run.macs_skipped == run.macs_algorithmic
             assert run.speedup is not None and run.energy_ratio is not None
             assert (run.macs_skipped > 0) == (run.technique == "sparsetrain")
+            # Time: the simulated cycles over the accelerator's clock, per training and per step.
+            clock_hz = run.accelerator_config["clock_mhz"] * 1e6
+            assert run.seconds == pytest.approx(run.total_cycles / clock_hz, rel=1e-12)
+            iterations = db.get(Training, run.training_id).workload["iterations"]
+            assert run.seconds_per_step == pytest.approx(run.seconds / iterations, rel=1e-12)
+            # Area: the area model's, for the run's accelerator with its extensions.
+            assert run.area_mm2 == pytest.approx(
+                run_area(run.accelerator_config, run.technique_params).area_mm2, rel=1e-12
+            )
+            assert run.summary["area_um2"]["zero_skipping"] > 0 or run.technique != "sparsetrain"
         assert {r.speedup for r in runs if r.is_baseline} == {1.0}
+        # A baseline runs on the plain array: a technique's extension adds to its area.
+        for run in runs:
+            if not run.is_baseline:
+                baseline = db.get(Run, run.baseline_run_id)
+                assert run.area_mm2 > baseline.area_mm2
     assert rows(url, EpochMetric) == 2  # one epoch per training
     per_run = rows(url, LayerResult, run_id=runs[0].id)
     assert per_run > 0

@@ -108,6 +108,8 @@ def _finish_with_metrics(settings: Settings, experiment_id: int) -> dict[int, di
                 "accuracy": 0.90 + 0.013 * run.seed**2 - 0.002 * bits,
                 "total_cycles": 1_000_000 - 20_000 * bits - 3_000 * run.seed,
                 "energy_pj": 5e6 - 1e5 * bits + 7e3 * run.seed**2,
+                "seconds": (1_000_000 - 20_000 * bits - 3_000 * run.seed) / 200e6,
+                "area_mm2": 8.0 + 0.01 * bits,
                 "did_not_learn": bits == 16 and run.seed == 2,
             }
             db.execute(update(Run).where(Run.id == run.id).values(**values))
@@ -117,6 +119,7 @@ def _finish_with_metrics(settings: Settings, experiment_id: int) -> dict[int, di
             values["speedup"] = base["total_cycles"] / values["total_cycles"]
             values["energy_ratio"] = values["energy_pj"] / base["energy_pj"]
             values["delta"] = values["accuracy"] - base["accuracy"]
+            values["energy_delay"] = values["energy_pj"] * values["seconds"]
             db.execute(
                 update(Run)
                 .where(Run.id == run_id)
@@ -143,6 +146,10 @@ def test_groups_pool_seeds_of_real_runs(api: TestClient, pg_settings: Settings) 
             ("accuracy_delta", "delta"),
             ("speedup", "speedup"),
             ("energy_ratio", "energy_ratio"),
+            ("seconds", "seconds"),
+            ("energy_pj", "energy_pj"),
+            ("energy_delay", "energy_delay"),
+            ("area_mm2", "area_mm2"),
         ):
             values = [v[name] for v in members.values()]
             mean = sum(values) / 3

@@ -15,6 +15,7 @@ from rich.console import Console
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, McacheHardware
 from worker.sim import Workload, simulate
 from worker.sim.__main__ import PIPED_WIDTH
+from worker.sim.area import area
 from worker.sim.lowering import lower_conv2d, lower_linear
 from worker.sim.report import layer_table
 
@@ -82,6 +83,7 @@ def test_the_report_prints_simulate_s_table_and_totals_for_a_preset(stored) -> N
     assert f"{result.totals.macs_actual / 1e6:.3g}M" in total_row
     assert "extensions on: mcache" in out.stdout
     assert out.stdout.endswith(f"convolution operand traffic: {result.conv_operand_traffic}\n")
+    assert f"area: {area(PRESETS['mercury-like']).area_mm2:.4g} mm² at 45 nm" in out.stdout
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,10 @@ workload). ACCELERATOR is a preset name (backend.specs.accelerator.PRESETS) or a
 file holding an AcceleratorConfig's fields (left-out fields take their defaults). The accelerator
 is taken literally, with the extensions it has switched on, as the simulator core takes it (an
 experiment's run instead switches on only those its techniques use); the report says which were
-on. The output is the per-layer table of worker.sim.report, or with --json the SimulationResult
-as JSON. A file that is missing or unreadable, or does not hold a workload or a valid
-accelerator, ends the program with a one-line message and exit code 2.
+on. The output is the per-layer table of worker.sim.report and the accelerator's area
+(worker.sim.area), or with --json the SimulationResult as JSON. A file that is missing or
+unreadable, or does not hold a workload or a valid accelerator, ends the program with a one-line
+message and exit code 2.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
+from worker.sim.area import area
 from worker.sim.report import layer_table
 from worker.sim.simulate import simulate
 from worker.sim.workload import Workload
@@ -65,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
     console = Console(width=PIPED_WIDTH if piped else None)
     console.print(layer_table(result))
+    console.print(
+        f"area: {area(accelerator).area_mm2:.4g} mm² at 45 nm (worker.sim.area; an MCACHE "
+        "sized by MERCURY's default parameters)"
+    )
     console.print(f"convolution operand traffic: {result.conv_operand_traffic}")
     for note in result.notes:
         console.print(f"note: {note}")

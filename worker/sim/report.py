@@ -50,7 +50,8 @@ def layer_table(result: SimulationResult) -> Table:
 def _caption(result: SimulationResult) -> str:
     t = result.totals
     return (
-        f"{result.iterations} iterations: {t.seconds:.4g} s, {t.energy_pj / 1e12:.4g} J, "
+        f"{result.iterations} iterations: {t.seconds:.4g} s ({t.seconds_per_step:.4g} s a step), "
+        f"{t.energy_pj / 1e12:.4g} J, "
         f"DRAM {t.dram_bytes / 2**20:.4g} MiB, mapping efficiency "
         f"{100 * t.mapping_efficiency:.1f}%; {extensions_line(result)}; "
         "cycles = array + exposed extension (ext.) + stall"

@@ -84,7 +84,8 @@ class LayerPassResult(Figures):
 
 @dataclass
 class TrainingTotals(Figures):
-    seconds: float
+    seconds: float  # total_cycles / clock: the whole training on the accelerator
+    seconds_per_step: float  # seconds / iterations: one training step (mini-batch)
 
 
 @dataclass
@@ -128,7 +129,12 @@ class SimulationResult:
         summed["mapping_efficiency"] = (
             summed["mapped_pe_cycles"] / summed["array_cycles"] if summed["array_cycles"] else 0.0
         )
-        return TrainingTotals(seconds=cycles / (self.clock_mhz * 1e6), **_figures(summed))
+        seconds = cycles / (self.clock_mhz * 1e6)
+        return TrainingTotals(
+            seconds=seconds,
+            seconds_per_step=seconds / self.iterations if self.iterations else 0.0,
+            **_figures(summed),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -253,7 +253,10 @@ GROUPABLE = {
     "baseline_hardware": Run.baseline_hardware,
     "is_baseline": Run.is_baseline,
 }
-SUMMARISED = ("accuracy", "speedup", "energy_ratio", "total_cycles", "energy_pj", "dram_bytes")
+SUMMARISED = (
+    "accuracy", "speedup", "energy_ratio", "total_cycles", "seconds", "energy_pj", "dram_bytes",
+    "area_mm2",
+)  # fmt: skip
 
 
 @router.get("/summary", response_model=list[GroupSummary])

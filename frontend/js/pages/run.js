@@ -4,7 +4,7 @@ import { annotationsEditor } from "../annotations.js";
 import { API, del, describe, getJson, postJson } from "../api.js";
 import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
-import { el, fmtNumber, fmtPercent } from "../format.js";
+import { el, fmtNumber, fmtPercent, fmtSeconds } from "../format.js";
 import { statusCell } from "../run-table.js";
 import { epochFigures, loadFigures } from "../figures.js";
 import { loadTechniques } from "../techniques.js";
@@ -14,7 +14,15 @@ const errors = document.getElementById("page-errors");
 
 const link = (href, text) => el("a", { href, text });
 const mib = (bytes) => (bytes === null || bytes === undefined ? "–" : `${fmtNumber(bytes / 2 ** 20)} MiB`);
+const squareMm = (mm2) => (mm2 === null || mm2 === undefined ? "–" : `${fmtNumber(mm2)} mm²`);
 const microjoules = (pj) => (pj === null || pj === undefined ? "–" : `${fmtNumber(pj / 1e6)} µJ`);
+
+/** The area by component, one line each, for the Area figure's hover text. */
+function areaParts(parts) {
+  if (!parts) return undefined;
+  return Object.entries(parts).filter(([, um2]) => um2 > 0)
+    .map(([name, um2]) => `${name.replaceAll("_", " ")}: ${fmtNumber(um2 / 1e6)} mm²`).join("\n");
+}
 
 function facts(container, rows) {
   for (const [term, value] of rows) {
@@ -46,7 +54,9 @@ function renderSummary(run) {
     ["Speedup", run.speedup === null ? "–" : `${run.speedup.toFixed(3)}×`],
     ["Energy ratio", fmtNumber(run.energy_ratio)],
     ["Cycles", `${fmtNumber(run.total_cycles)} (${fmtNumber(run.compute_cycles)} array and exposed extension + ${fmtNumber(run.stall_cycles)} stall)`],
+    ["Time", `${fmtSeconds(run.seconds)} for the training, ${fmtSeconds(run.seconds_per_step)} a step (at ${fmtNumber(run.accelerator_config?.clock_mhz ?? null)} MHz)`],
     ["Energy", microjoules(run.energy_pj)],
+    ["Area", el("span", { title: areaParts(run.summary?.area_um2) }, `${squareMm(run.area_mm2)} (45 nm, its extensions included)`)],
     ["MACs actual / algorithmic", `${fmtNumber(run.macs_actual)} / ${fmtNumber(run.macs_algorithmic)}`],
     ["MACs skipped / overhead", `${fmtNumber(run.macs_skipped)} / ${fmtNumber(run.macs_overhead)}`],
     ["DRAM traffic", mib(run.dram_bytes)],

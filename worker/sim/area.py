@@ -1,0 +1,155 @@
+"""Area of an accelerator (mm², 45 nm): a sum over its components, each from its area table.
+
+The process node is 45 nm, the node of the energy table (Horowitz, ISSCC 2014). The per-component
+figures are the accelerator's `area` table (backend/specs/accelerator.py: AreaTable), whose
+docstring gives each default's source; a user may edit them per accelerator, as the energy table.
+
+Sourced (through the table): the multiplier and adder areas by precision, the register bit, the
+comparator and the SRAM area per KiB. Everything below that says how they are combined is
+assumed here (no source; the papers' hardware descriptions were not available):
+
+- MAC by precision: a MAC is one multiplier and one adder of the accelerator's word
+  (`word_bytes`): FP32 for 4-byte words, FP16 for 2-byte words (Horowitz's figures); other sizes
+  scale the FP32 figures, the multiplier by (bits/32)^2 and the adder by bits/32 (Horowitz's FP16
+  figures are 0.85x and 0.65x of what this scaling gives: it is a rough guess off 16 and 32 bits).
+- PE: one MAC and REGISTERS_PER_PE word registers (two operands and the partial sum: the three
+  register accesses per MAC of the energy model).
+- Column units: one per array column (the simulator's unit for weight updates, pruning and
+  compares, worker.sim.extensions): a MAC and a comparator of the word's width.
+- Edge FIFOs: `edge_fifo_words` word registers at each array row's and column's edge.
+- SRAM: ifmap + filter + ofmap KiB x the area per KiB.
+- Interconnect and control: `interconnect_fraction` x the sum of every other component,
+  extensions included.
+- Zero-skipping (when on): per PE a sparse index unit (an index register and an index comparator
+  of `storage.index_bits`); per array column a compression unit (a zero detector, i.e. a
+  comparator of the word's width, an index counter, i.e. an index-wide comparator's area, and an
+  index register); per array row a decompression unit of the same size.
+- MCACHE (when on): its entries as SRAM bits, each entry a tag of the longest signature the
+  training may grow to (MercuryParams.max_bits, the signature kept whole), a valid bit, LRU bits
+  (ceil(log2 ways)) and a result field of one word (assumed: the entry holds a result word; the
+  simulator copies a hit's output row through the SRAM, `result_copies`); per lookup port
+  (`lookups_per_cycle`, 0: one per PE row) one tag comparator per way. The geometry (entries,
+  ways, signature bits) is the training's: `McacheSize`, from the run's MERCURY parameters. The
+  'unbounded' cache model is a training-side idealisation; its hardware is costed at
+  `cache_entries` like the others.
+- Signature projection unit (when the MCACHE is on and `projection_macs_per_cycle` > 0): that
+  many MACs; the random hyperplanes are assumed generated on the fly (no storage counted).
+- Gradient predictor unit (when on): `macs_per_cycle` PEs (a MAC and its registers each); its
+  operands live in the accelerator's SRAMs (as the simulator assumes), so no SRAM of its own.
+
+Not counted: DRAM and its PHY, pads, clock tree, leakage.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from backend.specs.accelerator import AcceleratorConfig, AreaTable
+
+REGISTERS_PER_PE = 3
+UM2_PER_MM2 = 1e6
+
+
+@dataclass(frozen=True)
+class McacheSize:
+    """The MCACHE a MERCURY training asked for (MercuryParams: cache_entries, cache_ways,
+    max_bits). The defaults are MercuryParams' defaults."""
+
+    entries: int = 1024
+    ways: int = 4
+    signature_bits: int = 32
+    direct: bool = False  # the 'direct' model: one way whatever `ways` says
+
+    @property
+    def associativity(self) -> int:
+        return 1 if self.direct else self.ways
+
+
+@dataclass(frozen=True)
+class AreaBreakdown:
+    """Each component's area in µm² (0 for an extension that is off)."""
+
+    components: dict[str, float]
+
+    @property
+    def total_um2(self) -> float:
+        return sum(self.components.values())
+
+    @property
+    def area_mm2(self) -> float:
+        return self.total_um2 / UM2_PER_MM2
+
+
+def mac_um2(table: AreaTable, word_bytes: int) -> float:
+    """One multiplier and one adder of the accelerator's word."""
+    bits = 8 * word_bytes
+    if bits == 32:
+        return table.fp32_mult + table.fp32_add
+    if bits == 16:
+        return table.fp16_mult + table.fp16_add
+    return table.fp32_mult * (bits / 32) ** 2 + table.fp32_add * (bits / 32)
+
+
+def comparator_um2(table: AreaTable, bits: int) -> float:
+    """A comparator of this width (area linear in width, as Aladdin's table scales it)."""
+    return table.comparator_32 * bits / 32
+
+
+def pe_um2(table: AreaTable, word_bytes: int) -> float:
+    """One PE: a MAC and its word registers."""
+    return mac_um2(table, word_bytes) + REGISTERS_PER_PE * 8 * word_bytes * table.register_bit
+
+
+def mcache_um2(accel: AcceleratorConfig, size: McacheSize) -> tuple[float, float]:
+    """(entries as SRAM, tag comparators) of the MCACHE, in µm²."""
+    table = accel.area
+    ways = size.associativity
+    lru_bits = math.ceil(math.log2(ways)) if ways > 1 else 0
+    entry_bits = size.signature_bits + 1 + lru_bits + 8 * accel.word_bytes
+    sram = size.entries * entry_bits * table.sram_kib / (8 * 1024)
+    ports = accel.mcache.lookups_per_cycle or accel.rows
+    comparators = ports * ways * comparator_um2(table, size.signature_bits)
+    return sram, comparators
+
+
+def area(accel: AcceleratorConfig, mcache: McacheSize | None = None) -> AreaBreakdown:
+    """The accelerator's area by component; `mcache`: the MCACHE geometry the run's training
+    uses (MercuryParams' defaults when None)."""
+    table = accel.area
+    word_bits = 8 * accel.word_bytes
+    pes = accel.rows * accel.cols
+    components = {
+        "pe_array": pes * pe_um2(table, accel.word_bytes),
+        "column_units": accel.cols
+        * (mac_um2(table, accel.word_bytes) + comparator_um2(table, word_bits)),
+        "edge_fifos": (accel.rows + accel.cols)
+        * table.edge_fifo_words
+        * word_bits
+        * table.register_bit,
+        "sram": (accel.ifmap_sram_kib + accel.filter_sram_kib + accel.ofmap_sram_kib)
+        * table.sram_kib,
+        "zero_skipping": 0.0,
+        "mcache_sram": 0.0,
+        "mcache_comparators": 0.0,
+        "projection_unit": 0.0,
+        "gradient_predictor": 0.0,
+    }
+    if accel.zero_skipping.enabled:
+        index_bits = accel.storage.index_bits
+        index_unit = index_bits * table.register_bit + comparator_um2(table, index_bits)
+        codec = comparator_um2(table, word_bits) + index_unit
+        components["zero_skipping"] = pes * index_unit + (accel.rows + accel.cols) * codec
+    if accel.mcache.enabled:
+        sram, comparators = mcache_um2(accel, mcache or McacheSize())
+        components["mcache_sram"] = sram
+        components["mcache_comparators"] = comparators
+        components["projection_unit"] = accel.mcache.projection_macs_per_cycle * mac_um2(
+            table, accel.word_bytes
+        )
+    if accel.gradient_predictor.enabled:
+        components["gradient_predictor"] = accel.gradient_predictor.macs_per_cycle * pe_um2(
+            table, accel.word_bytes
+        )
+    components["interconnect"] = table.interconnect_fraction * sum(components.values())
+    return AreaBreakdown(components)

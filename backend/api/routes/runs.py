@@ -38,7 +38,7 @@ from backend.db.models import EpochMetric, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
 from backend.experiments.quota import check_active_runs
-from backend.experiments.retry import attempt_history, retry_run
+from backend.experiments.retry import RunGone, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
 from backend.specs.techniques import EPOCH_FIGURES
 
@@ -376,6 +376,7 @@ def cancel_run(run: EditableRun, db: DbSession) -> RunOut:
     response_model=RunOut,
     responses={
         403: {"description": "a viewer of the run's team"},
+        404: {"description": "not yours to see, or deleted meanwhile"},
         409: {"description": "not failed or cancelled (e.g. retried meanwhile)"},
         429: {"description": "over the owner's queued-plus-running limit"},
     },
@@ -392,6 +393,12 @@ def retry(
         whose = "your" if owner.id == user.id else "its owner's"
         limit = settings.max_active_runs_per_user
         check_active_runs(db, owner, 1, limit, what="this retry", whose=whose)
+    run_id = run.id
     retry_run(db, celery, run, retried_by=user.id)
-    db.refresh(run)
-    return RunOut.model_validate(run)
+    # Read afresh: the run may have been deleted since the retry committed.
+    retried = db.scalar(
+        select(Run).where(Run.id == run_id).execution_options(populate_existing=True)
+    )
+    if retried is None:
+        raise RunGone(run_id)
+    return RunOut.model_validate(retried)

@@ -203,3 +203,19 @@ def test_deleting_a_team_keeps_the_work_with_its_owner(client: TestClient, world
         ).status_code
         == 404
     )
+
+
+def test_creating_a_team_tells_nothing_about_other_peoples_team_names(
+    client: TestClient, world: World
+) -> None:
+    name = f"team {world.marker}"  # Alice's team's name
+    bobs = client.post("/api/v1/teams", json={"name": name}, headers=world.bob.auth)
+    assert bobs.status_code == 201, bobs.text
+    assert bobs.json()["id"] != world.team_id and bobs.json()["name"] == name
+    # Names are unique among one person's own teams only.
+    again = client.post("/api/v1/teams", json={"name": f" {name} "}, headers=world.bob.auth)
+    assert again.status_code == 422 and again.json()["detail"][0]["loc"] == ["body", "name"]
+    # Each sees their own team under the name.
+    for person, team_id in ((world.alice, world.team_id), (world.bob, bobs.json()["id"])):
+        teams = client.get("/api/v1/teams", headers=person.auth).json()
+        assert [(t["id"], t["name"]) for t in teams] == [(team_id, name)]

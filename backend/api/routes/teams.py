@@ -1,7 +1,9 @@
 """Teams: create, list, show; invite, re-role and remove members; delete.
 
 Roles: `owner` manages the team, `member` shares and changes the team's work, `viewer` only
-reads it. People outside a team get 404 for it, as if it did not exist.
+reads it. People outside a team get 404 for it, as if it did not exist. A team's name is unique
+among the teams its creator made, not globally, so that creating a team reveals nothing about
+the names other people chose.
 
 Membership is by invitation: an owner invites an email with a role, and the person with that
 email sees the invitation (`GET /invitations`) and accepts or declines it. Inviting answers
@@ -16,6 +18,7 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from backend.api.access import (
@@ -108,15 +111,21 @@ def _owners(db: Session, team_id: int) -> int:
 
 @router.post("", response_model=TeamOut, status_code=status.HTTP_201_CREATED)
 def create_team(body: TeamIn, db: DbSession, user: CurrentUser) -> TeamOut:
-    """Create a team; you become its owner."""
+    """Create a team; you become its owner. Names are unique among the teams you made (others
+    may use the same name: teams are told apart by id)."""
     name = body.name.strip()
     if not name:
         raise field_error("name", "must not be blank")
-    if db.scalar(select(Team.id).where(Team.name == name)) is not None:
-        raise field_error("name", f"a team named '{name}' exists; choose another name")
-    team = Team(name=name)
+    taken = field_error("name", f"you already made a team named '{name}'; choose another name")
+    if db.scalar(select(Team.id).where(Team.created_by == user.id, Team.name == name)):
+        raise taken
+    team = Team(name=name, created_by=user.id)
     db.add(team)
-    db.flush()
+    try:
+        db.flush()
+    except IntegrityError:  # the same name, by the same person, at the same moment
+        db.rollback()
+        raise taken from None
     db.add(TeamMembership(team_id=team.id, user_id=user.id, role="owner"))
     db.commit()
     return _out(db, team, "owner")

@@ -85,6 +85,13 @@ def require_team_editor(db: Session, user: User, team_id: int | None) -> None:
         raise field_error("team_id", f"you are not an owner or member of team {team_id}")
 
 
+def can_see_workers(db: Session, user: User, run: Run) -> bool:
+    """Which worker (host and pid) ran a run's attempts is operational detail: for those who
+    may edit the run (retry, cancel) and administrators, not for team viewers."""
+    experiment = run.experiment
+    return user.is_admin or can_edit(db, user, experiment.owner_id, experiment.team_id)
+
+
 def can_delete(user: User, owner_id: int | None) -> bool:
     """Deleting results is for their owner alone, not for the team that shares them."""
     return owner_id == user.id

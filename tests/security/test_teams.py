@@ -4,9 +4,12 @@ see nothing."""
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select, update
 
+from backend.db.models import Run, Training
+from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.security.conftest import World, make_person, role_of, spec
+from tests.security.conftest import Person, World, make_person, role_of, spec
 
 
 def test_team_members_see_shared_work_and_outsiders_do_not(
@@ -219,3 +222,29 @@ def test_creating_a_team_tells_nothing_about_other_peoples_team_names(
     for person, team_id in ((world.alice, world.team_id), (world.bob, bobs.json()["id"])):
         teams = client.get("/api/v1/teams", headers=person.auth).json()
         assert [(t["id"], t["name"]) for t in teams] == [(team_id, name)]
+
+
+def test_team_viewers_do_not_see_which_worker_ran_an_attempt(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    run_id = world.run_ids[0]
+    with session_scope(accounts_settings.effective_database_url) as db:
+        db.execute(update(Run).where(Run.id == run_id).values(status="failed"))
+        training_id = db.scalar(select(Run.training_id).where(Run.id == run_id))
+        db.execute(
+            update(Training)
+            .where(Training.id == training_id)
+            .values(status="failed", leased_by=f"host-{world.marker}:4242")
+        )
+    retried = client.post(f"/api/v1/runs/{run_id}/retry", headers=world.carol.auth)
+    assert retried.status_code == 200, retried.text
+
+    def attempts(person: Person) -> list[dict]:
+        answer = client.get(f"/api/v1/runs/{run_id}", headers=person.auth)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["attempts"]
+
+    for editor in (world.alice, world.carol):
+        assert [a["worker"] for a in attempts(editor)] == [f"host-{world.marker}:4242"]
+    shown = attempts(world.victor)
+    assert [(a["attempt"], a["status"], a["worker"]) for a in shown] == [(1, "failed", None)]

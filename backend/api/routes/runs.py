@@ -16,7 +16,13 @@ from sqlalchemy.orm import aliased
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
-from backend.api.access import DeletableRun, EditableRun, VisibleRun, VisibleRuns
+from backend.api.access import (
+    DeletableRun,
+    EditableRun,
+    VisibleRun,
+    VisibleRuns,
+    can_see_workers,
+)
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_groups import run_groups
@@ -285,8 +291,12 @@ def summary(
 
 
 @router.get("/{run_id}", response_model=RunDetail)
-def show_run(run: VisibleRun, db: DbSession) -> RunDetail:
-    """One run with its per-layer-per-pass results and its training's per-epoch metrics."""
+def show_run(run: VisibleRun, db: DbSession, user: CurrentUser) -> RunDetail:
+    """One run with its per-layer-per-pass results and its training's per-epoch metrics; its
+    attempts name their worker to those who may edit the run, and administrators."""
+    attempts = [RunAttemptOut.model_validate(a) for a in attempt_history(db, run.id)]
+    if not can_see_workers(db, user, run):
+        attempts = [attempt.model_copy(update={"worker": None}) for attempt in attempts]
     epochs = (
         list(
             db.scalars(
@@ -308,7 +318,7 @@ def show_run(run: VisibleRun, db: DbSession) -> RunDetail:
             "layers": [LayerOut.model_validate(layer) for layer in run.layers],
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
             "figures_per_layer": figures_per_layer(epochs),
-            "attempts": [RunAttemptOut.model_validate(a) for a in attempt_history(db, run.id)],
+            "attempts": attempts,
             "training_environment": (
                 db.scalar(select(Training.environment).where(Training.id == run.training_id))
                 if run.training_id

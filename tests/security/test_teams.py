@@ -3,13 +3,16 @@ see nothing."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from backend.db.models import Run, Training
 from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.security.conftest import Person, World, make_person, role_of, spec
+from tests.security.conftest import Person, World, join_team, make_person, role_of, spec
 
 
 def test_team_members_see_shared_work_and_outsiders_do_not(
@@ -188,12 +191,10 @@ def test_the_invitee_accepts_or_declines_and_nobody_else_can(
 
 
 def test_deleting_a_team_keeps_the_work_with_its_owner(client: TestClient, world: World) -> None:
-    assert (
-        client.delete(f"/api/v1/teams/{world.team_id}", headers=world.carol.auth).status_code == 403
-    )
-    assert (
-        client.delete(f"/api/v1/teams/{world.team_id}", headers=world.alice.auth).status_code == 204
-    )
+    team = f"/api/v1/teams/{world.team_id}"
+    confirmed = {"confirm": f"team {world.marker}"}
+    assert client.delete(team, params=confirmed, headers=world.carol.auth).status_code == 403
+    assert client.delete(team, params=confirmed, headers=world.alice.auth).status_code == 204
     assert (
         client.get(
             f"/api/v1/experiments/{world.experiment_id}", headers=world.alice.auth
@@ -206,6 +207,53 @@ def test_deleting_a_team_keeps_the_work_with_its_owner(client: TestClient, world
         ).status_code
         == 404
     )
+
+
+def test_deleting_a_team_needs_its_name_as_confirmation(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    """An owner invited by the team's maker deletes it only by naming it."""
+    olga = make_person(accounts_settings, "olga")
+    join_team(client, world.alice, olga, world.team_id, "owner")
+    team = f"/api/v1/teams/{world.team_id}"
+    for params in ({}, {"confirm": ""}, {"confirm": "another team"}):
+        refused = client.delete(team, params=params, headers=olga.auth)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["detail"][0]["loc"] == ["query", "confirm"]
+    assert client.get(team, headers=world.alice.auth).status_code == 200
+    deleted = client.delete(team, params={"confirm": f"team {world.marker}"}, headers=olga.auth)
+    assert deleted.status_code == 204
+    assert client.get(team, headers=world.alice.auth).status_code == 404
+
+
+def test_owners_demoting_each_other_at_once_leave_the_team_an_owner(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    olga = make_person(accounts_settings, "olga")
+    join_team(client, world.alice, olga, world.team_id, "owner")
+    members = f"/api/v1/teams/{world.team_id}/members"
+    for _ in range(8):
+        start = threading.Barrier(2)
+
+        def demote(by: Person, whom: Person, start: threading.Barrier = start) -> int:
+            start.wait()
+            path = f"{members}/{whom.id}"
+            return client.patch(path, json={"role": "member"}, headers=by.auth).status_code
+
+        with ThreadPoolExecutor(2) as pool:
+            answers = sorted(pool.map(demote, (world.alice, olga), (olga, world.alice)))
+        assert answers in ([200, 403], [200, 422]), answers
+        roles = {role_of(accounts_settings, world.team_id, p.id) for p in (world.alice, olga)}
+        assert roles == {"owner", "member"}
+        # Make both owners again for the next round.
+        demoted = (
+            olga if role_of(accounts_settings, world.team_id, olga.id) == "member" else world.alice
+        )
+        keeper = world.alice if demoted is olga else olga
+        restored = client.patch(
+            f"{members}/{demoted.id}", json={"role": "owner"}, headers=keeper.auth
+        )
+        assert restored.status_code == 200
 
 
 def test_creating_a_team_tells_nothing_about_other_peoples_team_names(

@@ -11,12 +11,14 @@ safely, and it needs no extra directory layout or polling of many small files.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, computed_field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 # Each request at work holds at most two pooled database connections (db/session.py pools 40)
@@ -64,6 +66,12 @@ class Settings(BaseSettings):
     )
     login_window_seconds: int = Field(
         900, ge=1, description="longest login delay; a pair quiet this long starts afresh"
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="addresses or networks (comma-separated, e.g. 10.0.0.5,10.1.0.0/16) of the "
+        "reverse proxies whose X-Forwarded-For is believed; empty: every request's client is "
+        "its socket peer (backend/api/client_address.py)",
     )
     max_body_bytes: int = Field(1_048_576, ge=1024, description="largest request body accepted")
     read_cache_entries: int = Field(
@@ -120,6 +128,24 @@ class Settings(BaseSettings):
         description="seconds the API waits for the broker to accept a connection, per try "
         "(three tries): a submission with the broker away is refused within about a second",
     )
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies_from_text(cls, value: object) -> object:
+        """ORRERY_TRUSTED_PROXIES is a comma-separated list."""
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_addresses(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"not an IP address or network: {item!r}") from exc
+        return value
 
     @field_validator("fashion_mnist_dir", mode="before")
     @classmethod

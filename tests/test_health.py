@@ -28,6 +28,7 @@ def test_health_on_postgresql_and_redis(
         database_url=postgres_url,
         broker_url=redis_db_url,
         result_backend=redis_db_url,
+        single_user=True,  # the local user is an administrator, who sees what answered
     )
     with TestClient(create_app(settings)) as client:
         body = client.get("/api/v1/health").json()

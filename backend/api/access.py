@@ -8,8 +8,11 @@ may see. A share link reads its dashboard with three pairs of eyes, evaluated at
 the link's creator, the dashboard's owner, and whoever last set the dashboard's config. So a
 link never shows a run that one of them could not see today: a team member who points a
 team dashboard at the owner's private runs (or at "every run") cannot publish them, whoever
-made the link. Only the dashboard's owner or an owner of its team may make links, and a link
-stops working when its creator loses that right.
+made the link. A dashboard is managed (moved to another team or out of one, deleted, its links
+made, listed and revoked) only by its owner or an owner of its team, and a link stops working
+when its creator loses that right. Team members change its name and config, nothing more: a
+member who could move it would make themselves an owner of its team (a team of their own) and
+so could delete it or publish it.
 
 Deleting results is for their owner alone. A team is seen by its members only, and managed by
 its owners; an invitation is seen by the email it is addressed to; an API token by its user.
@@ -82,13 +85,21 @@ def require_team_editor(db: Session, user: User, team_id: int | None) -> None:
         raise field_error("team_id", f"you are not an owner or member of team {team_id}")
 
 
+def can_see_workers(db: Session, user: User, run: Run) -> bool:
+    """Which worker (host and pid) ran a run's attempts is operational detail: for those who
+    may edit the run (retry, cancel) and administrators, not for team viewers."""
+    experiment = run.experiment
+    return user.is_admin or can_edit(db, user, experiment.owner_id, experiment.team_id)
+
+
 def can_delete(user: User, owner_id: int | None) -> bool:
     """Deleting results is for their owner alone, not for the team that shares them."""
     return owner_id == user.id
 
 
-def can_share(db: Session, user: User, dashboard: Dashboard) -> bool:
-    """Only a dashboard's owner or an owner of its team may open it to the world."""
+def can_manage(db: Session, user: User, dashboard: Dashboard) -> bool:
+    """Only a dashboard's owner or an owner of its team may move it between teams, delete it,
+    or open it to the world (make, list and revoke its share links)."""
     return dashboard.owner_id == user.id or (
         dashboard.team_id is not None and dashboard.team_id in team_ids(db, user, roles=("owner",))
     )
@@ -101,7 +112,7 @@ def share_link_viewer(db: Session, dashboard: Dashboard, link: ShareLink) -> Vie
     creator = db.get(User, link.created_by) if link.created_by is not None else None
     if owner is None or creator is None or not (owner.is_active and creator.is_active):
         return None
-    if not can_share(db, creator, dashboard):
+    if not can_manage(db, creator, dashboard):
         return None
     # Dashboards saved before their config's author was recorded count as set by the owner.
     setter_id = dashboard.config_set_by or dashboard.owner_id
@@ -239,23 +250,39 @@ VisibleDashboard = Annotated[Dashboard, Depends(visible_dashboard)]
 
 
 def editable_dashboard(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> Dashboard:
-    """A dashboard its owner and its team's owners and members may change or delete, and
-    whose share links they may list and revoke."""
+    """A dashboard its owner and its team's owners and members may rename and configure."""
     if not can_edit(db, user, dashboard.owner_id, dashboard.team_id):
         raise _forbidden("team viewers cannot change dashboards")
     return dashboard
 
 
-def shareable_dashboard(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> Dashboard:
-    if not can_share(db, user, dashboard):
+def managed_dashboard(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> Dashboard:
+    """A dashboard its owner or an owner of its team may delete, share, and whose share links
+    they may list and revoke."""
+    if not can_manage(db, user, dashboard):
         raise _forbidden(
-            "only the dashboard's owner or an owner of its team may create share links"
+            "only the dashboard's owner or an owner of its team may delete it or manage its "
+            "share links"
         )
     return dashboard
 
 
+def require_dashboard_team_change(
+    db: Session, user: User, dashboard: Dashboard, team_id: int | None
+) -> None:
+    """Moving a dashboard to another team (or out of its team) is for its managers
+    (`can_manage`), and only into a team the mover may give work to; sending its current team
+    again changes nothing and is allowed to every editor."""
+    if team_id == dashboard.team_id:
+        return
+    if not can_manage(db, user, dashboard):
+        raise _forbidden("only the dashboard's owner or an owner of its team may change its team")
+    require_team_editor(db, user, team_id)
+
+
 EditableDashboard = Annotated[Dashboard, Depends(editable_dashboard)]
-ShareableDashboard = Annotated[Dashboard, Depends(shareable_dashboard)]
+ManagedDashboard = Annotated[Dashboard, Depends(managed_dashboard)]
+ShareableDashboard = ManagedDashboard
 
 
 class DashboardThroughLink(NamedTuple):

@@ -3,7 +3,8 @@
 FastAPI's own pages load their scripts from a CDN, which leaves them blank without internet.
 Here the same pages load them from the `fastapi-offline` package's copy of the Swagger UI and
 ReDoc bundles, served by this app, as Plotly is (api/routes/pages.py): no CDN, no copy in the
-repository, no web fonts.
+repository, no web fonts. Their Content-Security-Policy is the pages' (api/page_headers.py),
+with Swagger UI's one inline script allowed by its hash.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import fastapi_offline
 from fastapi import APIRouter, HTTPException, status
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
+
+from backend.api.page_headers import policy_for_html
 
 ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
 ASSETS = {
@@ -28,26 +31,35 @@ TITLE = "Orrery API"
 router = APIRouter(include_in_schema=False)
 
 
+def _with_policy(page: HTMLResponse) -> HTMLResponse:
+    page.headers["Content-Security-Policy"] = policy_for_html(bytes(page.body).decode())
+    return page
+
+
 @router.get("/api/docs", response_class=HTMLResponse)
 def swagger_ui() -> HTMLResponse:
-    return get_swagger_ui_html(
-        openapi_url=OPENAPI_URL,
-        title=f"{TITLE} - Swagger UI",
-        swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
-        swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
-        swagger_favicon_url="/favicon.ico",
-        swagger_ui_parameters={"validatorUrl": None},  # no round trip to a public validator
+    return _with_policy(
+        get_swagger_ui_html(
+            openapi_url=OPENAPI_URL,
+            title=f"{TITLE} - Swagger UI",
+            swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
+            swagger_favicon_url="/favicon.ico",
+            swagger_ui_parameters={"validatorUrl": None},  # no round trip to a public validator
+        )
     )
 
 
 @router.get("/api/redoc", response_class=HTMLResponse)
 def redoc() -> HTMLResponse:
-    return get_redoc_html(
-        openapi_url=OPENAPI_URL,
-        title=f"{TITLE} - ReDoc",
-        redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js",
-        redoc_favicon_url="/favicon.ico",
-        with_google_fonts=False,
+    return _with_policy(
+        get_redoc_html(
+            openapi_url=OPENAPI_URL,
+            title=f"{TITLE} - ReDoc",
+            redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js",
+            redoc_favicon_url="/favicon.ico",
+            with_google_fonts=False,
+        )
     )
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 from backend.api import api_docs
 from backend.api.cached_reads import CachedReads
 from backend.api.limits import BodySizeLimit, ConcurrencyLimit
+from backend.api.page_headers import PageHeaders
 from backend.api.refusals import REFUSALS, domain_refusal
 from backend.api.routes import (
     accounts,
@@ -97,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RefuseLoneSurrogates)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(CachedReads, paths=CACHED_READS)
+    app.add_middleware(PageHeaders)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()
     app.add_exception_handler(DBAPIError, database_error)

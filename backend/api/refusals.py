@@ -1,6 +1,7 @@
 """The domain's refusals as HTTP answers, in one handler the app registers for each of them:
 routes call the domain and let its refusals through instead of catching and re-raising.
 
+- `RunGone`: 404, the run was deleted while a request was acting on it;
 - `DeletionRefused`, `RetryRefused`: 409, the object's state forbids it now (a run still
   active, the baseline of others, retried meanwhile);
 - `ExpansionError`, `AccountError`: 422 naming the field, like any other invalid body;
@@ -22,10 +23,11 @@ from backend.auth.users import AccountError
 from backend.experiments.deletion import DeletionRefused
 from backend.experiments.expand import ExpansionError
 from backend.experiments.quota import QuotaExceeded
-from backend.experiments.retry import RetryRefused
+from backend.experiments.retry import RetryRefused, RunGone
 from backend.experiments.service import BrokerUnavailable
 
 REFUSAL_STATUS: dict[type[Exception], int] = {
+    RunGone: status.HTTP_404_NOT_FOUND,
     DeletionRefused: status.HTTP_409_CONFLICT,
     RetryRefused: status.HTTP_409_CONFLICT,
     QuotaExceeded: status.HTTP_429_TOO_MANY_REQUESTS,

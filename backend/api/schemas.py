@@ -201,7 +201,10 @@ class RunAttemptOut(_Out):
     error: str | None
     started_at: datetime | None
     finished_at: datetime | None
-    worker: str | None = Field(description="host:pid of the worker that last claimed it")
+    worker: str | None = Field(
+        description="host:pid of the worker that last claimed it (shown to those who may edit "
+        "the run, and administrators; null for team viewers)"
+    )
     retried_at: datetime
 
 

@@ -85,8 +85,15 @@ def serve(
     # installed before it: make that handler an exit, so the worker below is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
+        # The app reads X-Forwarded-For itself, from the trusted_proxies setting only
+        # (api/client_address.py): uvicorn's own handling would trust any loopback peer.
         uvicorn.run(
-            "backend.api.app:create_app", factory=True, host=host, port=port, workers=workers
+            "backend.api.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            proxy_headers=False,
         )
     finally:
         if supervisor is not None:

@@ -84,10 +84,15 @@ class User(Base):
 
 
 class Team(Base):
+    """A team's name is unique among the teams its creator made, not globally: creating a team
+    must not tell anyone which names other people chose."""
+
     __tablename__ = "teams"
+    __table_args__ = (UniqueConstraint("created_by", "name"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(120), unique=True)
+    name: Mapped[str] = mapped_column(String(120))
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = _now_column()
 
     memberships: Mapped[list[TeamMembership]] = relationship(

@@ -1,7 +1,10 @@
 """Deleting a run or a whole experiment, with what belongs only to it, and nothing else.
 
 Refused while anything it deletes is queued or running (cancel first), and, for a run, while
-it is the baseline of another run (their speedups would lose their reference). A run's
+it is the baseline of another run (their speedups would lose their reference). The runs are
+locked (SELECT ... FOR UPDATE, on PostgreSQL) before their status is read, so a retry that
+re-queues one meanwhile either comes first (the deletion then sees it queued and is refused) or
+waits for the deletion and finds the run gone. A run's
 training (its epochs and stored workload) goes with it when no other run shares it. Rows are
 deleted explicitly, children first, so SQLite without foreign-key enforcement ends in the same
 state as PostgreSQL.
@@ -22,8 +25,12 @@ class DeletionRefused(ValueError):
 
 
 def delete_run(db: Session, run: Run) -> None:
-    if run.status in ACTIVE:
-        raise DeletionRefused(f"run {run.id} is {run.status}: cancel it first")
+    status = db.scalar(select(Run.status).where(Run.id == run.id).with_for_update())
+    if status is None:  # deleted meanwhile: nothing left to do
+        db.commit()
+        return
+    if status in ACTIVE:
+        raise DeletionRefused(f"run {run.id} is {status}: cancel it first")
     dependants = db.scalar(
         select(func.count()).where(Run.baseline_run_id == run.id, Run.id != run.id)
     )
@@ -43,9 +50,13 @@ def delete_run(db: Session, run: Run) -> None:
 
 
 def delete_experiment(db: Session, experiment: Experiment) -> None:
-    active = db.scalar(
-        select(func.count()).where(Run.experiment_id == experiment.id, Run.status.in_(ACTIVE))
+    statuses = db.scalars(
+        select(Run.status)
+        .where(Run.experiment_id == experiment.id)
+        .order_by(Run.id)
+        .with_for_update()
     )
+    active = sum(status in ACTIVE for status in statuses)
     if active:
         raise DeletionRefused(
             f"experiment {experiment.id} has {active} queued or running run(s): cancel it first"

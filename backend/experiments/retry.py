@@ -21,6 +21,9 @@ Race-safe without row locks (so on SQLite too): the run changes by an UPDATE con
 status and attempt read, so of two concurrent retries of one run exactly one takes effect (the
 other is refused: the run is queued again); the training changes by an UPDATE conditional on
 its status, so of two retries of runs sharing a failed training one re-queues and sends it.
+A retry racing the run's (or its experiment's) deletion either comes first, and the deletion is
+refused since the run is queued again (deletion locks the runs before it looks at them), or
+comes second and finds the run gone: `RunGone`, answered 404.
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ class RetryRefused(Exception):
     """The run cannot be retried now; the message says why."""
 
 
+class RunGone(LookupError):
+    """The run was deleted while it was being retried."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__(f"run {run_id} not found: it was deleted meanwhile")
+
+
 def attempt_history(db: Session, run_id: int) -> list[RunAttempt]:
     return list(
         db.scalars(select(RunAttempt).where(RunAttempt.run_id == run_id).order_by(RunAttempt.id))
@@ -62,6 +72,8 @@ def retry_run(db: Session, celery: Celery, run: Run, retried_by: int | None) -> 
         raise RetryRefused(f"run {run.id} has no training left to run")
     training = db.get(Training, run.training_id)
     if training is None:
+        if db.scalar(select(Run.id).where(Run.id == run.id)) is None:
+            raise RunGone(run.id)
         raise RetryRefused(f"run {run.id} has no training left to run")
     finished = RunAttempt(
         run_id=run.id,
@@ -89,6 +101,8 @@ def retry_run(db: Session, celery: Celery, run: Run, retried_by: int | None) -> 
     if not restarted:
         run_id = run.id
         db.rollback()
+        if db.scalar(select(Run.id).where(Run.id == run_id)) is None:
+            raise RunGone(run_id)
         raise RetryRefused(f"run {run_id} was retried meanwhile: its next attempt is under way")
     db.add(finished)
     requeued = db.execute(

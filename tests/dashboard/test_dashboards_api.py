@@ -4,7 +4,11 @@ other people's dashboards are 404; a team shares them, its viewers cannot change
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
+from backend.db.models import Team, TeamMembership
+from backend.db.session import session_scope
+from backend.settings import Settings
 from tests.dashboard.conftest import World
 
 CHARTS = ["pareto", "cycles", "energy", "layer_cycles", "macs", "curves", "parallel", "roofline"]
@@ -191,3 +195,34 @@ def test_text_blocks_are_rendered_without_running_anything(
     )
     assert too_long.status_code == 422
     assert too_long.json()["detail"][0]["loc"] == ["body", "config", "texts", 0, "markdown"]
+
+
+def test_a_team_member_edits_but_does_not_move_delete_or_see_links(
+    client: TestClient, world: World, settings: Settings
+) -> None:
+    made = create(client, world, team_id=world.team_id)
+    path = f"/api/v1/dashboards/{made['id']}"
+    link = client.post(f"{path}/share-links", headers=world.owner.auth)
+    assert link.status_code == 201
+    with session_scope(settings.effective_database_url) as db:
+        db.execute(
+            update(TeamMembership)
+            .where(TeamMembership.user_id == world.teammate.id)
+            .values(role="member")
+        )
+        own = Team(name=f"tess's own {made['id']}")
+        db.add(own)
+        db.flush()
+        db.add(TeamMembership(team_id=own.id, user_id=world.teammate.id, role="owner"))
+        own_id = own.id
+    tess = world.teammate.auth
+    seen = client.get(path, headers=tess).json()
+    assert (seen["can_edit"], seen["can_manage"]) == (True, False)
+    assert client.patch(path, json={"name": "renamed"}, headers=tess).status_code == 200
+    assert client.patch(path, json={"team_id": own_id}, headers=tess).status_code == 403
+    assert client.patch(path, json={"team_id": None}, headers=tess).status_code == 403
+    assert client.get(f"{path}/share-links", headers=tess).status_code == 403
+    assert client.delete(path, headers=tess).status_code == 403
+    kept = client.get(path, headers=world.owner.auth).json()
+    assert (kept["name"], kept["team_id"]) == ("renamed", world.team_id)
+    assert client.get(f"/api/v1/shared/{link.json()['token']}").status_code == 200

@@ -182,7 +182,12 @@ def role_of(settings: Settings, team_id: int, user_id: int) -> str | None:
         )
 
 
-UVICORN = [sys.executable, "-m", "uvicorn", "backend.api.app:create_app", "--factory"]
+# Started as `orrery serve` starts it: the app, not uvicorn, decides whom to believe about the
+# client's address (backend/api/client_address.py).
+UVICORN = [
+    sys.executable,
+    *("-m", "uvicorn", "backend.api.app:create_app", "--factory", "--no-proxy-headers"),
+]
 
 
 @contextmanager

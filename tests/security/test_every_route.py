@@ -86,7 +86,7 @@ def request_for(method: str, path: str, operation: dict[str, Any], world: World)
             assert name in values, f"{method} {path}: no test value for path parameter '{name}'"
             url = url.replace("{" + name + "}", str(values[name]))
         elif parameter["in"] == "query" and parameter.get("required"):
-            required = {"ids": world.run_ids, "by": "experiment_id"}
+            required = {"ids": world.run_ids, "by": "experiment_id", "confirm": "x"}
             assert name in required, f"{method} {path}: no test value for query parameter '{name}'"
             query[name] = required[name]
     body = body_for(method, path, world)

@@ -14,6 +14,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
@@ -23,6 +24,7 @@ from backend.db import migrate
 from backend.db.models import LoginThrottle
 from backend.db.session import session_scope
 from backend.settings import Settings
+from tests.conftest import embedded_server
 from tests.security.conftest import BASE_URL, PASSWORD, make_person
 
 PARALLEL = 40
@@ -119,3 +121,76 @@ def test_each_delay_after_the_free_attempts_doubles(
     # Success starts afresh: the free attempts are back.
     for _ in range(limit):
         assert login(client, person.email, "guess") == 401
+
+
+def forwarded_guesses(client: httpx.Client, email: str, forwarded: list[str]) -> list[int]:
+    """A wrong password per X-Forwarded-For value."""
+    return [
+        client.post(
+            "/api/v1/auth/login",
+            json={"email": email, "password": "guess"},
+            headers={"X-Forwarded-For": value},
+        ).status_code
+        for value in forwarded
+    ]
+
+
+def test_forwarded_addresses_from_a_loopback_peer_do_not_reset_the_limit(
+    accounts_settings: Settings, tmp_path: Path
+) -> None:
+    """`orrery serve` behind a same-host proxy that passes X-Forwarded-For through: with no
+    trusted proxies configured, every guess counts against the loopback peer."""
+    person = make_person(accounts_settings, "alice")
+    limit = accounts_settings.login_max_failures
+    env = {
+        "ORRERY_DATABASE_URL": accounts_settings.effective_database_url,
+        "ORRERY_BROKER_URL": accounts_settings.effective_broker_url,
+        "ORRERY_RESULT_BACKEND": accounts_settings.effective_result_backend,
+        "ORRERY_SECRET_KEY": "test-secret-key",
+        "ORRERY_SINGLE_USER": "false",
+        "ORRERY_RECONCILE_INTERVAL": "0",
+    }
+    data_dir = tmp_path / "serve" / "data"
+    data_dir.mkdir(parents=True)
+    spoofed = [f"203.0.113.{i}" for i in range(limit + 3)]
+    with (
+        embedded_server(data_dir, "--no-with-worker", **env) as server,
+        httpx.Client(base_url=server.url) as http,
+    ):
+        answers = forwarded_guesses(http, person.email, spoofed)
+    assert answers == [401] * limit + [429] * 3
+
+
+def test_forwarded_addresses_count_only_from_trusted_proxies(accounts_settings: Settings) -> None:
+    alice = make_person(accounts_settings, "alice")
+    bob = make_person(accounts_settings, "bob")
+    limit = accounts_settings.login_max_failures
+    proxied = accounts_settings.model_copy(update={"trusted_proxies": ["10.0.0.0/8"]})
+    app = create_app(proxied)
+    with (
+        TestClient(app, base_url=BASE_URL, client=("10.1.2.3", 4000)) as proxy,
+        TestClient(app, base_url=BASE_URL, client=("127.0.0.1", 5000)) as loopback,
+    ):
+        # Through the trusted proxy each client address is its own key ...
+        clients = [f"198.51.100.{i}" for i in range(limit + 3)]
+        assert forwarded_guesses(proxy, alice.email, clients) == [401] * (limit + 3)
+        # ... the right-most hop that is not a trusted proxy, whatever the client wrote
+        # before it.
+        chains = [f"198.51.100.{i}, 192.0.2.9, 10.9.9.9" for i in range(limit + 1)]
+        assert forwarded_guesses(proxy, bob.email, chains) == [401] * limit + [429]
+        # A peer that is not a configured proxy is itself the client, whatever it forwards.
+        assert forwarded_guesses(loopback, alice.email, clients[: limit + 1]) == (
+            [401] * limit + [429]
+        )
+
+
+def test_trusted_proxies_setting_takes_a_comma_separated_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ORRERY_TRUSTED_PROXIES", "10.0.0.5, 10.1.0.0/16")
+    assert Settings().trusted_proxies == ["10.0.0.5", "10.1.0.0/16"]
+    monkeypatch.setenv("ORRERY_TRUSTED_PROXIES", "")
+    assert Settings().trusted_proxies == []
+    monkeypatch.setenv("ORRERY_TRUSTED_PROXIES", "proxy.example.org")
+    with pytest.raises(ValueError, match="trusted_proxies"):
+        Settings()

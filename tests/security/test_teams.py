@@ -3,10 +3,16 @@ see nothing."""
 
 from __future__ import annotations
 
-from fastapi.testclient import TestClient
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+
+from backend.db.models import Run, Training
+from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.security.conftest import World, make_person, role_of, spec
+from tests.security.conftest import Person, World, join_team, make_person, role_of, spec
 
 
 def test_team_members_see_shared_work_and_outsiders_do_not(
@@ -185,12 +191,10 @@ def test_the_invitee_accepts_or_declines_and_nobody_else_can(
 
 
 def test_deleting_a_team_keeps_the_work_with_its_owner(client: TestClient, world: World) -> None:
-    assert (
-        client.delete(f"/api/v1/teams/{world.team_id}", headers=world.carol.auth).status_code == 403
-    )
-    assert (
-        client.delete(f"/api/v1/teams/{world.team_id}", headers=world.alice.auth).status_code == 204
-    )
+    team = f"/api/v1/teams/{world.team_id}"
+    confirmed = {"confirm": f"team {world.marker}"}
+    assert client.delete(team, params=confirmed, headers=world.carol.auth).status_code == 403
+    assert client.delete(team, params=confirmed, headers=world.alice.auth).status_code == 204
     assert (
         client.get(
             f"/api/v1/experiments/{world.experiment_id}", headers=world.alice.auth
@@ -203,3 +207,92 @@ def test_deleting_a_team_keeps_the_work_with_its_owner(client: TestClient, world
         ).status_code
         == 404
     )
+
+
+def test_deleting_a_team_needs_its_name_as_confirmation(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    """An owner invited by the team's maker deletes it only by naming it."""
+    olga = make_person(accounts_settings, "olga")
+    join_team(client, world.alice, olga, world.team_id, "owner")
+    team = f"/api/v1/teams/{world.team_id}"
+    for params in ({}, {"confirm": ""}, {"confirm": "another team"}):
+        refused = client.delete(team, params=params, headers=olga.auth)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["detail"][0]["loc"] == ["query", "confirm"]
+    assert client.get(team, headers=world.alice.auth).status_code == 200
+    deleted = client.delete(team, params={"confirm": f"team {world.marker}"}, headers=olga.auth)
+    assert deleted.status_code == 204
+    assert client.get(team, headers=world.alice.auth).status_code == 404
+
+
+def test_owners_demoting_each_other_at_once_leave_the_team_an_owner(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    olga = make_person(accounts_settings, "olga")
+    join_team(client, world.alice, olga, world.team_id, "owner")
+    members = f"/api/v1/teams/{world.team_id}/members"
+    for _ in range(8):
+        start = threading.Barrier(2)
+
+        def demote(by: Person, whom: Person, start: threading.Barrier = start) -> int:
+            start.wait()
+            path = f"{members}/{whom.id}"
+            return client.patch(path, json={"role": "member"}, headers=by.auth).status_code
+
+        with ThreadPoolExecutor(2) as pool:
+            answers = sorted(pool.map(demote, (world.alice, olga), (olga, world.alice)))
+        assert answers in ([200, 403], [200, 422]), answers
+        roles = {role_of(accounts_settings, world.team_id, p.id) for p in (world.alice, olga)}
+        assert roles == {"owner", "member"}
+        # Make both owners again for the next round.
+        demoted = (
+            olga if role_of(accounts_settings, world.team_id, olga.id) == "member" else world.alice
+        )
+        keeper = world.alice if demoted is olga else olga
+        restored = client.patch(
+            f"{members}/{demoted.id}", json={"role": "owner"}, headers=keeper.auth
+        )
+        assert restored.status_code == 200
+
+
+def test_creating_a_team_tells_nothing_about_other_peoples_team_names(
+    client: TestClient, world: World
+) -> None:
+    name = f"team {world.marker}"  # Alice's team's name
+    bobs = client.post("/api/v1/teams", json={"name": name}, headers=world.bob.auth)
+    assert bobs.status_code == 201, bobs.text
+    assert bobs.json()["id"] != world.team_id and bobs.json()["name"] == name
+    # Names are unique among one person's own teams only.
+    again = client.post("/api/v1/teams", json={"name": f" {name} "}, headers=world.bob.auth)
+    assert again.status_code == 422 and again.json()["detail"][0]["loc"] == ["body", "name"]
+    # Each sees their own team under the name.
+    for person, team_id in ((world.alice, world.team_id), (world.bob, bobs.json()["id"])):
+        teams = client.get("/api/v1/teams", headers=person.auth).json()
+        assert [(t["id"], t["name"]) for t in teams] == [(team_id, name)]
+
+
+def test_team_viewers_do_not_see_which_worker_ran_an_attempt(
+    client: TestClient, world: World, accounts_settings: Settings
+) -> None:
+    run_id = world.run_ids[0]
+    with session_scope(accounts_settings.effective_database_url) as db:
+        db.execute(update(Run).where(Run.id == run_id).values(status="failed"))
+        training_id = db.scalar(select(Run.training_id).where(Run.id == run_id))
+        db.execute(
+            update(Training)
+            .where(Training.id == training_id)
+            .values(status="failed", leased_by=f"host-{world.marker}:4242")
+        )
+    retried = client.post(f"/api/v1/runs/{run_id}/retry", headers=world.carol.auth)
+    assert retried.status_code == 200, retried.text
+
+    def attempts(person: Person) -> list[dict]:
+        answer = client.get(f"/api/v1/runs/{run_id}", headers=person.auth)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["attempts"]
+
+    for editor in (world.alice, world.carol):
+        assert [a["worker"] for a in attempts(editor)] == [f"host-{world.marker}:4242"]
+    shown = attempts(world.victor)
+    assert [(a["attempt"], a["status"], a["worker"]) for a in shown] == [(1, "failed", None)]

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from backend.api.access import Administrator, MyToken
+from backend.api.client_address import client_address
 from backend.api.deps import DbSession, SettingsDep
 from backend.api.security import CurrentUser
 from backend.auth import rate_limit
@@ -117,12 +118,13 @@ def login(
 ) -> Me:
     """Start a browser session: sets an HttpOnly session cookie and returns the CSRF token.
 
-    Failed attempts are limited per (email, client address): after `login_max_failures`,
+    Failed attempts are limited per (email, client address; `X-Forwarded-For` counts only from
+    the `trusted_proxies`): after `login_max_failures`,
     each further attempt from that address waits a growing delay (429 with Retry-After)."""
     policy = rate_limit.LoginPolicy(
         settings.login_max_failures, settings.login_delay_seconds, settings.login_window_seconds
     )
-    key = rate_limit.throttle_key(body.email, request.client.host if request.client else "?")
+    key = rate_limit.throttle_key(body.email, client_address(request))
     wait = rate_limit.reserve_attempt(db, key, policy)
     if wait:
         seconds = math.ceil(wait)

@@ -19,13 +19,15 @@ from sqlalchemy.orm import Session
 
 from backend.api.access import (
     EditableDashboard,
-    ShareableDashboard,
+    ManagedDashboard,
     SharedView,
     Viewer,
     VisibleDashboard,
     can_edit,
+    can_manage,
     field_error,
     owned_or_shared,
+    require_dashboard_team_change,
     require_team_editor,
 )
 from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
@@ -120,7 +122,11 @@ class DashboardOut(BaseModel):
     texts: list[RenderedText]
     created_at: datetime
     updated_at: datetime
-    can_edit: bool
+    can_edit: bool = Field(description="you may rename it and change its config")
+    can_manage: bool = Field(
+        description="you may change its team, delete it and manage its share links (its owner "
+        "or an owner of its team)"
+    )
 
 
 class ShareLinkOut(BaseModel):
@@ -153,6 +159,7 @@ def _out(db: Session, user: User, dashboard: Dashboard) -> DashboardOut:
         created_at=dashboard.created_at,
         updated_at=dashboard.updated_at,
         can_edit=can_edit(db, user, dashboard.owner_id, dashboard.team_id),
+        can_manage=can_manage(db, user, dashboard),
     )
 
 
@@ -219,13 +226,14 @@ def show_dashboard(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser
 def update_dashboard(
     dashboard: EditableDashboard, body: DashboardPatch, db: DbSession, user: CurrentUser
 ) -> DashboardOut:
-    """Rename, re-share with a team (or `team_id: null`), or replace the config."""
+    """Rename or replace the config (owner, team owners and members); move to another team or
+    out of it, `team_id: null` (the owner or a team owner only)."""
     if "name" in body.model_fields_set:
         if body.name is None:
             raise field_error("name", "name cannot be null")
         dashboard.name = body.name
     if "team_id" in body.model_fields_set:
-        require_team_editor(db, user, body.team_id)
+        require_dashboard_team_change(db, user, dashboard, body.team_id)
         dashboard.team_id = body.team_id
     if body.config is not None:
         dashboard.config = body.config.model_dump()
@@ -235,8 +243,13 @@ def update_dashboard(
     return _out(db, user, dashboard)
 
 
-@router.delete("/dashboards/{dashboard_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_dashboard(dashboard: EditableDashboard, db: DbSession) -> Response:
+@router.delete(
+    "/dashboards/{dashboard_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={403: {"description": "you are neither the dashboard's owner nor a team owner"}},
+)
+def delete_dashboard(dashboard: ManagedDashboard, db: DbSession) -> Response:
+    """Delete the dashboard and its share links (its owner or an owner of its team)."""
     db.delete(dashboard)
     db.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -255,7 +268,7 @@ def dashboard_data(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser
     responses={403: {"description": "you are neither the dashboard's owner nor a team owner"}},
 )
 def create_share_link(
-    dashboard: ShareableDashboard, db: DbSession, user: CurrentUser
+    dashboard: ManagedDashboard, db: DbSession, user: CurrentUser
 ) -> NewShareLink:
     """A new read-only link (the dashboard's owner or an owner of its team); its token is in
     this answer only."""
@@ -274,8 +287,13 @@ def create_share_link(
     )
 
 
-@router.get("/dashboards/{dashboard_id}/share-links", response_model=list[ShareLinkOut])
-def list_share_links(dashboard: EditableDashboard, db: DbSession) -> list[ShareLinkOut]:
+@router.get(
+    "/dashboards/{dashboard_id}/share-links",
+    response_model=list[ShareLinkOut],
+    responses={403: {"description": "you are neither the dashboard's owner nor a team owner"}},
+)
+def list_share_links(dashboard: ManagedDashboard, db: DbSession) -> list[ShareLinkOut]:
+    """The dashboard's links, revoked ones too (its owner or an owner of its team)."""
     links = db.scalars(
         select(ShareLink).where(ShareLink.dashboard_id == dashboard.id).order_by(ShareLink.id)
     )
@@ -291,10 +309,13 @@ def list_share_links(dashboard: EditableDashboard, db: DbSession) -> list[ShareL
 
 
 @router.delete(
-    "/dashboards/{dashboard_id}/share-links/{link_id}", status_code=status.HTTP_204_NO_CONTENT
+    "/dashboards/{dashboard_id}/share-links/{link_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={403: {"description": "you are neither the dashboard's owner nor a team owner"}},
 )
-def revoke_share_link(dashboard: EditableDashboard, link_id: int, db: DbSession) -> Response:
-    """Revoke a link for good; revoking twice is harmless."""
+def revoke_share_link(dashboard: ManagedDashboard, link_id: int, db: DbSession) -> Response:
+    """Revoke a link for good (its owner or an owner of its team); revoking twice is
+    harmless."""
     link = db.scalar(
         select(ShareLink).where(ShareLink.id == link_id, ShareLink.dashboard_id == dashboard.id)
     )

@@ -3,6 +3,11 @@
 Worker liveness comes from the heartbeats workers record in the database (the embedded broker
 has no Celery remote control to ask). No live worker does not make the service unhealthy:
 submissions are stored and wait for one; the dashboard shows a banner instead.
+
+The endpoint answers anyone (load balancers, the dashboard's banner): ok or degraded per
+component and the workers' liveness. What each component is and why it failed (the database's
+dialect, the broker's transport, an exception's text, which names hosts and ports) is shown to
+signed-in administrators only (in single-user mode the local user is one).
 """
 
 from __future__ import annotations
@@ -10,11 +15,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import text
 
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
+from backend.api.security import caller_now
 from backend.delivery.leases import LeaseTerms
 from backend.delivery.liveness import worker_liveness
 
@@ -23,7 +29,10 @@ router = APIRouter(tags=["health"])
 
 class ComponentHealth(BaseModel):
     ok: bool
-    detail: str
+    detail: str | None = Field(
+        None,
+        description="what answered, or why it did not (administrators only; null for others)",
+    )
 
 
 class WorkersHealth(BaseModel):
@@ -73,13 +82,31 @@ def check_workers(db: DbSession, settings: SettingsDep) -> WorkersHealth | None:
     )
 
 
+def is_administrator(request: Request, db: DbSession, settings: SettingsDep) -> bool:
+    """Whether the request's credentials name an active administrator; no credentials, or
+    credentials that do not work, are anonymous (never a 401: health answers anyone). In
+    single-user mode every request acts as the local user, an administrator."""
+    if settings.single_user_mode:
+        return True
+    try:
+        caller = caller_now(request, db)
+    except Exception:  # the database is down: then nobody is known to be an administrator
+        db.rollback()
+        return False
+    return caller is not None and caller.is_admin and caller.is_active
+
+
 @router.get("/health", response_model=Health, responses={503: {"model": Health}})
-def health(db: DbSession, celery: CeleryDep, settings: SettingsDep, response: Response) -> Health:
+def health(
+    request: Request, db: DbSession, celery: CeleryDep, settings: SettingsDep, response: Response
+) -> Health:
     """Report whether the database and the broker answer (503 when either does not) and how
-    many workers beat within the lease."""
+    many workers beat within the lease; what answered, or why not, to administrators only."""
     database = check_database(db)
     broker = check_broker(celery)
     workers = check_workers(db, settings) if database.ok else None
+    if not (database.ok and is_administrator(request, db, settings)):
+        database, broker = ComponentHealth(ok=database.ok), ComponentHealth(ok=broker.ok)
     ok = database.ok and broker.ok
     if not ok:
         response.status_code = 503

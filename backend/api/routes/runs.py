@@ -16,7 +16,13 @@ from sqlalchemy.orm import aliased
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
-from backend.api.access import DeletableRun, EditableRun, VisibleRun, VisibleRuns
+from backend.api.access import (
+    DeletableRun,
+    EditableRun,
+    VisibleRun,
+    VisibleRuns,
+    can_see_workers,
+)
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
 from backend.api.run_groups import run_groups
@@ -38,7 +44,7 @@ from backend.db.models import EpochMetric, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
 from backend.experiments.quota import check_active_runs
-from backend.experiments.retry import attempt_history, retry_run
+from backend.experiments.retry import RunGone, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
 from backend.specs.techniques import EPOCH_FIGURES
 
@@ -288,8 +294,12 @@ def summary(
 
 
 @router.get("/{run_id}", response_model=RunDetail)
-def show_run(run: VisibleRun, db: DbSession) -> RunDetail:
-    """One run with its per-layer-per-pass results and its training's per-epoch metrics."""
+def show_run(run: VisibleRun, db: DbSession, user: CurrentUser) -> RunDetail:
+    """One run with its per-layer-per-pass results and its training's per-epoch metrics; its
+    attempts name their worker to those who may edit the run, and administrators."""
+    attempts = [RunAttemptOut.model_validate(a) for a in attempt_history(db, run.id)]
+    if not can_see_workers(db, user, run):
+        attempts = [attempt.model_copy(update={"worker": None}) for attempt in attempts]
     epochs = (
         list(
             db.scalars(
@@ -311,7 +321,7 @@ def show_run(run: VisibleRun, db: DbSession) -> RunDetail:
             "layers": [LayerOut.model_validate(layer) for layer in run.layers],
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
             "figures_per_layer": figures_per_layer(epochs),
-            "attempts": [RunAttemptOut.model_validate(a) for a in attempt_history(db, run.id)],
+            "attempts": attempts,
             "training_environment": (
                 db.scalar(select(Training.environment).where(Training.id == run.training_id))
                 if run.training_id
@@ -379,6 +389,7 @@ def cancel_run(run: EditableRun, db: DbSession) -> RunOut:
     response_model=RunOut,
     responses={
         403: {"description": "a viewer of the run's team"},
+        404: {"description": "not yours to see, or deleted meanwhile"},
         409: {"description": "not failed or cancelled (e.g. retried meanwhile)"},
         429: {"description": "over the owner's queued-plus-running limit"},
     },
@@ -395,6 +406,12 @@ def retry(
         whose = "your" if owner.id == user.id else "its owner's"
         limit = settings.max_active_runs_per_user
         check_active_runs(db, owner, 1, limit, what="this retry", whose=whose)
+    run_id = run.id
     retry_run(db, celery, run, retried_by=user.id)
-    db.refresh(run)
-    return RunOut.model_validate(run)
+    # Read afresh: the run may have been deleted since the retry committed.
+    retried = db.scalar(
+        select(Run).where(Run.id == run_id).execution_options(populate_existing=True)
+    )
+    if retried is None:
+        raise RunGone(run_id)
+    return RunOut.model_validate(retried)

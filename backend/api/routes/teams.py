@@ -1,7 +1,14 @@
 """Teams: create, list, show; invite, re-role and remove members; delete.
 
 Roles: `owner` manages the team, `member` shares and changes the team's work, `viewer` only
-reads it. People outside a team get 404 for it, as if it did not exist.
+reads it. People outside a team get 404 for it, as if it did not exist. A team's name is unique
+among the teams its creator made, not globally, so that creating a team reveals nothing about
+the names other people chose.
+
+A team always keeps an owner: the last one can neither step down nor leave, and owners changing
+each other's roles at once are taken in turn. Deleting a team is confirmed by naming it
+(`DELETE /teams/{id}?confirm=<name>`), so a co-owner's slip (or a replayed request) does not
+delete it. Open choice: any owner may delete the team, the one who made it included or not.
 
 Membership is by invitation: an owner invites an email with a role, and the person with that
 email sees the invitation (`GET /invitations`) and accepts or declines it. Inviting answers
@@ -11,11 +18,13 @@ the same whether or not an account has the email, so it tells nobody who has an 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import func, select
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from backend.api.access import (
@@ -96,27 +105,35 @@ def _out(db: Session, team: Team, role: str) -> TeamOut:
 
 
 def _owners(db: Session, team_id: int) -> int:
-    return (
-        db.scalar(
-            select(func.count())
-            .select_from(TeamMembership)
-            .where(TeamMembership.team_id == team_id, TeamMembership.role == "owner")
-        )
-        or 0
+    """How many owners the team has, their memberships locked (on PostgreSQL) until the
+    request commits: two owners demoting or removing each other at once are taken in turn, so
+    the second sees the first's change and a team always keeps an owner."""
+    owners = db.scalars(
+        select(TeamMembership.id)
+        .where(TeamMembership.team_id == team_id, TeamMembership.role == "owner")
+        .order_by(TeamMembership.id)
+        .with_for_update()
     )
+    return len(list(owners))
 
 
 @router.post("", response_model=TeamOut, status_code=status.HTTP_201_CREATED)
 def create_team(body: TeamIn, db: DbSession, user: CurrentUser) -> TeamOut:
-    """Create a team; you become its owner."""
+    """Create a team; you become its owner. Names are unique among the teams you made (others
+    may use the same name: teams are told apart by id)."""
     name = body.name.strip()
     if not name:
         raise field_error("name", "must not be blank")
-    if db.scalar(select(Team.id).where(Team.name == name)) is not None:
-        raise field_error("name", f"a team named '{name}' exists; choose another name")
-    team = Team(name=name)
+    taken = field_error("name", f"you already made a team named '{name}'; choose another name")
+    if db.scalar(select(Team.id).where(Team.created_by == user.id, Team.name == name)):
+        raise taken
+    team = Team(name=name, created_by=user.id)
     db.add(team)
-    db.flush()
+    try:
+        db.flush()
+    except IntegrityError:  # the same name, by the same person, at the same moment
+        db.rollback()
+        raise taken from None
     db.add(TeamMembership(team_id=team.id, user_id=user.id, role="owner"))
     db.commit()
     return _out(db, team, "owner")
@@ -139,9 +156,30 @@ def show_team(member: TeamMember, db: DbSession) -> TeamOut:
     return _out(db, member.team, member.role)
 
 
-@router.delete("/{team_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_team(owner: TeamOwner, db: DbSession) -> Response:
-    """Delete the team (owners only); its work stays with the people who made it."""
+@router.delete(
+    "/{team_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={422: {"description": "`confirm` is missing or is not the team's name"}},
+)
+def delete_team(
+    owner: TeamOwner,
+    db: DbSession,
+    confirm: Annotated[
+        str, Query(max_length=120, description="the team's name, to confirm the deletion")
+    ],
+) -> Response:
+    """Delete the team (owners only), confirmed by naming it: `?confirm=<the team's name>`.
+    Its work stays with the people who made it."""
+    if confirm.strip() != owner.team.name:
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("query", "confirm"),
+                    "msg": "must be the team's name, to confirm deleting it",
+                    "type": "value_error",
+                }
+            ]
+        )
     db.delete(owner.team)
     db.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -102,12 +102,15 @@ async function loadDashboard(id) {
   $("dashboard-team").value = state.dashboard.team_id ?? "";
   $("save-dashboard").textContent = "Save changes";
   if (new URLSearchParams(location.search).get("saved")) notice(`Saved dashboard “${state.dashboard.name}”.`);
-  if (state.dashboard.can_edit) {
+  if (!state.dashboard.can_edit) {
+    $("dashboard-form").hidden = true;
+  } else if (state.dashboard.can_manage) {
     $("share").hidden = false;
     const links = new ShareLinks($("share"), state.dashboard.id, showError);
     await links.load();
   } else {
-    $("dashboard-form").hidden = true;
+    // Team members change the name and config; its team is for its owner and team owners.
+    $("dashboard-team").disabled = true;
   }
   state.data = await getJson(`${API}/dashboards/${encodeURIComponent(id)}/data`);
 }

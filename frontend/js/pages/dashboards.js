@@ -20,7 +20,7 @@ async function load() {
         el("td", { text: (d.config.charts || []).join(", ") }),
         el("td", { text: d.team_id === null ? "–" : `#${d.team_id}` }),
         el("td", { text: new Date(d.updated_at).toLocaleString() }),
-        el("td", {}, d.can_edit ? el("button", { type: "button", class: "danger", text: "Delete", "aria-label": `delete dashboard ${d.name}`, onclick: () => remove(d) }) : ""))))));
+        el("td", {}, d.can_manage ? el("button", { type: "button", class: "danger", text: "Delete", "aria-label": `delete dashboard ${d.name}`, onclick: () => remove(d) }) : ""))))));
   } catch (error) {
     root.replaceChildren(el("div", { class: "errors-box", role: "alert", text: describe(error) }));
   }

@@ -229,9 +229,11 @@ def test_submit_watch_compare_save_and_share(
     check_text_block(shared)
     assert shared.locator("#title").inner_text() == "tiny sweep"
     assert shared.locator("form, nav, a[href='/submit']").count() == 0
-    # The shared endpoint, and the public technique table for the charts' colours.
+    # The shared endpoint, and the public technique table (the charts' colours) and figure
+    # declarations (the training curves' panels).
+    public = ("/api/v1/techniques", "/api/v1/figures")
     assert api_calls and all(
-        "/api/v1/shared/" in url or url.endswith("/api/v1/techniques") for url in api_calls
+        "/api/v1/shared/" in url or url.endswith(public) for url in api_calls
     ), api_calls
     shared.screenshot(path=screenshots / "07-shared-dashboard.png", full_page=True)
     viewer.close()

@@ -46,7 +46,14 @@ PyTorch up, costs a real first run pays once per process and not per epoch.
 
 On a shared machine the load drifts between runs; --repeat R runs R rounds, each timing the
 baseline, every technique, then the baseline again, and reports the median epoch time and the
-median of each round's ratio to that round's baseline (the mean of its two).
+median of each round's ratio to that round's baseline (the mean of its two), with the rounds'
+smallest and largest ratio beside it (min-max).
+
+"adagp direct (GP-dom.)" is the same pinned schedule with the `direct` predictor (the paper's
+design, backend/techniques/adagp/direct.py): a GP batch runs the forward without autograd, the
+pooled statistics and each layer's small predictor, and the optimiser step; no dW product. Its
+target is the same, <= 1.0x of the baseline's epoch. The "GP floor" line is the `feedback`
+design's and is printed only when "adagp (GP-dominant)" runs.
 
     python benchmarks/train_overhead.py [--train-samples N] [--epochs E] [--repeat R]
                                         [--only NAME ...]
@@ -85,6 +92,15 @@ TECHNIQUES = {
     "adagp": [AdaGPParams()],
     "adagp (GP-dominant)": [
         AdaGPParams(plateau_improvement=1.0, gp_batches=4, min_gp_batches=4, max_gp_batches=4)
+    ],
+    "adagp direct (GP-dom.)": [
+        AdaGPParams(
+            predictor="direct",
+            plateau_improvement=1.0,
+            gp_batches=4,
+            min_gp_batches=4,
+            max_gp_batches=4,
+        )
     ],
 }
 
@@ -180,11 +196,13 @@ def main() -> None:
                 seconds[name].append(epoch)
             closing, _ = epoch_seconds(config, "baseline")
             seconds["baseline"].append((opening + closing) / 2)
-        print(f"  {'technique':<22}{'s/epoch':>9}{'ratio':>8}{'test acc':>10}")
+        print(f"  {'technique':<24}{'s/epoch':>9}{'ratio':>8}{'min-max':>13}{'test acc':>10}")
         for name in names:
             ratios = [t / b for t, b in zip(seconds[name], seconds["baseline"], strict=True)]
-            print(f"  {name:<22}{statistics.median(seconds[name]):>9.3f}"
-                  f"{statistics.median(ratios):>7.2f}x{accuracy[name]:>10.3f}")  # fmt: skip
+            spread = f"{min(ratios):.2f}-{max(ratios):.2f}x"
+            print(f"  {name:<24}{statistics.median(seconds[name]):>9.3f}"
+                  f"{statistics.median(ratios):>7.2f}x{spread:>13}"
+                  f"{accuracy[name]:>10.3f}")  # fmt: skip
         if "adagp (GP-dominant)" in names:
             floor = gp_floor(config)
             print(f"  GP floor (forward + dW + step, plain PyTorch): {floor:.2f}x of a baseline "

@@ -383,8 +383,9 @@ def _direct_layer(is_conv: bool) -> tuple[AdaGP, GemmLayer]:
     technique.setup(torch.nn.Sequential(layer), [layer], seed=0)
     direct = technique.states["layer"].direct
     assert direct is not None
+    assert direct.predictor.embedding is not None
     torch.nn.init.normal_(direct.predictor.out.weight)
-    torch.nn.init.normal_(direct.predictor.embedding)  # type: ignore[arg-type]
+    torch.nn.init.normal_(direct.predictor.embedding)
     return technique, layer
 
 

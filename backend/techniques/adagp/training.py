@@ -201,8 +201,8 @@ class AdaGP(Technique):
     def _learn(self) -> float | None:
         """BP batch: measure the reference (every BP batch) and, on every `cosine_every`-th BP
         batch, the predictions against the true gradients; then refresh (history) or train
-        (feedback) the predictors. Returns the predicted cosine of all layers concatenated (None
-        when not measured)."""
+        (feedback, direct: one Adam step each) the predictors. Returns the predicted cosine of
+        all layers concatenated (None when not measured)."""
         predictor = self.params.predictor
         measuring = self.total.bp % self.params.cosine_every == 0
         formed: dict[str, FormedPrediction] = {}

@@ -528,3 +528,17 @@ def test_the_direct_workload_charges_its_forward_on_every_batch_and_training_on_
     out_elements = CONFIG.batch_size * channels * conv2.conv.out_h * conv2.conv.out_w
     forward = ops[("conv2.predictor.direct.hidden", TrainingPass.FWD, "overhead")]
     assert forward.extra_ops["pooling_ops"] == pytest.approx(3 * out_elements)
+
+
+@pytest.mark.parametrize("channel_input", ["embedding", "filter", "none"])
+def test_the_direct_predictor_emits_one_filter_per_output_channel(channel_input: str) -> None:
+    """The tensor reorganization: output channels are the predictor's batch, each row one
+    filter's C·R·S values and its bias; with 'filter' the channel's weights enter too."""
+    torch.manual_seed(0)
+    weight = torch.randn(4, 3, 3, 3)
+    predictor = DirectPredictor(weight, True, 6, 8, channel_input)
+    torch.nn.init.normal_(predictor.out.weight)
+    features = channel_features(torch.randn(5, 4, 6, 6), True, 6)
+    rows = predictor(features, weight)
+    assert rows.shape == (4, 3 * 3 * 3 + 1)
+    assert torch.equal(rows, predictor(features, 2 * weight)) == (channel_input != "filter")

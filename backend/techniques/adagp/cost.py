@@ -23,7 +23,9 @@
   target's RMS, its scaling, the residual: 5 per output value; the ReLU's derivative: 1 per
   hidden value). Extra ops on every batch: the pooled statistics (`pooling_ops`: 3 per output
   element of the layer: the sum, the squared sum and the map's batch mean; linear layers' sort
-  is not charged), the hidden layer's bias, embedding and ReLU (`activation_ops`, 3 per hidden
+  is not charged), charged on the layer's own FWD GEMM because they are reductions over the
+  output as it leaves the array (as SparseTrain's mean |g| is), so the column units overlap them
+  with the array; the hidden layer's bias, embedding and ReLU (`activation_ops`, 3 per hidden
   value); on GP batches the running scale and the calibrated gain (`scale_ops`, 3 per
   predicted value: two products and the norm's square-add). DRAM: the workload has no term for
   the activations a training keeps for backward; a GP batch's saving appears only as the
@@ -125,7 +127,9 @@ def _annotate_direct(
     out_fwd = _overhead(
         f"{name}.predictor.direct.out", TrainingPass.FWD, (channels, hidden, outputs), batches
     )
-    add_extra(hidden_fwd, "pooling_ops", POOLING_OPS * state.output_elements)
+    forward = ops.find(name, TrainingPass.FWD)
+    if forward is not None:
+        add_extra(forward, "pooling_ops", POOLING_OPS * state.output_elements)
     add_extra(hidden_fwd, "activation_ops", ACTIVATION_OPS * channels * hidden * batches)
     add_extra(out_fwd, "scale_ops", SCALE_OPS * channels * outputs * gp)
     out_weight = _overhead(

@@ -38,9 +38,11 @@ Nothing is tuned to a paper's figure.
 Smoke run, the only run so far (`--seeds 100 --epochs 1 --train-samples 512 --test-samples
 512`): it shows the script works, not a result. One epoch is ADA-GP's warm-up, so every GP
 fraction is 0 and every accuracy equals the baseline's; the speedups are the predictors' cost
-alone on BP-only batches (adagp-like / eyeriss-like): LeNet-5 direct 0.812x / 0.864x, feedback
-0.638x / 0.666x, none 0.994x / 0.996x, history 0.991x / 0.992x; ResNet-8 direct 0.938x /
-0.949x, feedback 0.583x / 0.626x, none and history 1.000x.
+alone on BP-only batches (adagp-like / eyeriss-like): LeNet-5 direct 0.870x / 0.923x, feedback
+0.638x / 0.666x, none 0.994x / 0.996x, history 0.991x / 0.992x; ResNet-8 direct 0.990x /
+0.995x, feedback 0.583x / 0.626x, none and history 1.000x. A 4-epoch pilot-sized try (LeNet-5,
+2,048 images, seed 100) did not open GP for any design: the loss had not flattened (the
+plateau gate, schedule.py); at the sizes above it opens (benchmarks/adagp_frontier.py).
 """
 
 from __future__ import annotations

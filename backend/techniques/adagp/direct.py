@@ -54,17 +54,20 @@ def channel_features(y: Tensor, is_conv: bool, features: int) -> Tensor:
     `features` - 2 pooled bins (conv: of the batch-mean map; linear: of the sorted values), all
     divided by y's RMS on this batch."""
     bins = features - 2
-    if is_conv:
-        channels = y.transpose(0, 1).reshape(y.shape[1], len(y), -1)  # (K, B, H·W)
-        values = channels.reshape(len(channels), -1)
-        pooled = F.adaptive_avg_pool1d(channels.mean(1, keepdim=True), bins).squeeze(1)
+    if is_conv:  # (B, K, H, W): reduce over batch and positions without a channel-major copy
+        dims: tuple[int, ...] = (0, 2, 3)
+        per_channel = y[:, 0].numel()
+        batch_map = y.mean(0).reshape(y.shape[1], 1, -1)  # (K, 1, H·W)
+        pooled = F.adaptive_avg_pool1d(batch_map, bins).squeeze(1)
+        mean = y.mean(dims).unsqueeze(1)
+        rms = (torch.linalg.vector_norm(y, dim=dims) / per_channel**0.5).unsqueeze(1)
     else:
         values = y.reshape(-1, y.shape[-1]).T  # (K, B·T)
         ordered = values.sort(1).values.unsqueeze(1)
         pooled = F.adaptive_avg_pool1d(ordered, bins).squeeze(1)
-    mean = values.mean(1, keepdim=True)
-    rms = values.square().mean(1, keepdim=True).sqrt()
-    scale = values.square().mean().sqrt().clamp_min(1e-12)
+        mean = values.mean(1, keepdim=True)
+        rms = torch.linalg.vector_norm(values, dim=1, keepdim=True) / values.shape[1] ** 0.5
+    scale = rms.square().mean().sqrt().clamp_min(1e-12)  # y's RMS (every channel has as many)
     return torch.cat((mean, rms, pooled), 1) / scale
 
 
@@ -163,7 +166,7 @@ class DirectTraining:
             return
         if self.optimizer is None:
             parameters = [p for predictor in predictors for p in predictor.parameters()]
-            self.optimizer = torch.optim.Adam(parameters, lr=self.lr)
+            self.optimizer = torch.optim.Adam(parameters, lr=self.lr, fused=True)
         self.optimizer.zero_grad(set_to_none=True)
         with torch.enable_grad():
             torch.stack(losses).sum().backward()

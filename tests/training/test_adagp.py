@@ -12,6 +12,12 @@ import torch
 from backend.specs.accelerator import PRESETS, ZeroSkipping
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp import GP_FRACTION
+from backend.techniques.adagp.direct import (
+    DirectPredictor,
+    DirectState,
+    DirectTraining,
+    channel_features,
+)
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.adagp.predictors import FeedbackPredictor
 from backend.techniques.adagp.training import AdaGP
@@ -20,6 +26,7 @@ from backend.techniques.sparsetrain.params import SparseTrainParams
 from worker.sim.simulate import simulate
 from worker.sim.workload import GemmOp, TrainingPass
 from worker.training import engine, run_training
+from worker.training.layers import GemmLayer
 from worker.training.results import TrainingResult
 from worker.training.technique import Step
 
@@ -359,3 +366,179 @@ def test_the_fused_float32_predictor_agrees_with_float64(output: str, normalized
     for wide, narrow in zip(*results, strict=True):
         assert narrow is not None and wide is not None
         torch.testing.assert_close(narrow.double(), wide, rtol=1e-4, atol=1e-5)
+
+
+# -- `direct`: the paper's design, the weight gradient predicted from the layer's output --------
+
+DIRECT = PINNED.model_copy(update={"predictor": "direct"})
+
+
+def _direct_layer(is_conv: bool) -> tuple[AdaGP, GemmLayer]:
+    """An AdaGP hook (`direct`, uncalibrated) set up on one layer whose predictor has random
+    output weights (an untrained one predicts zero)."""
+    torch.manual_seed(0)
+    inner = torch.nn.Conv2d(3, 4, 3) if is_conv else torch.nn.Linear(6, 5)
+    layer = GemmLayer("layer", inner)
+    technique = AdaGP(DIRECT.model_copy(update={"calibrated_scale": False}))
+    technique.setup(torch.nn.Sequential(layer), [layer], seed=0)
+    direct = technique.states["layer"].direct
+    assert direct is not None
+    assert direct.predictor.embedding is not None
+    torch.nn.init.normal_(direct.predictor.out.weight)
+    torch.nn.init.normal_(direct.predictor.embedding)
+    return technique, layer
+
+
+@pytest.mark.parametrize("is_conv", [True, False])
+def test_the_direct_prediction_has_the_weight_shape_and_comes_from_the_output_alone(
+    is_conv: bool,
+) -> None:
+    """On a GP batch the forward hook sets the layer's gradient from its output: the weight's
+    (and bias's) shape, the predictor's rows (one per output channel) reshaped, the same whatever
+    the labels and the input that produced the output, different for another output."""
+    technique, layer = _direct_layer(is_conv)
+    state = technique.states["layer"]
+    assert state.direct is not None
+    x = torch.randn(8, 3, 7, 7) if is_conv else torch.randn(8, 6)
+    y = layer.inner(x).detach()
+    grads = []
+    for labels, seen_input in ((torch.zeros(8, dtype=torch.long), x), (torch.arange(8), -x)):
+        technique.predicting, technique.labels = True, labels
+        technique.after_forward(layer, seen_input, y)
+        assert state.weight.grad is not None and state.bias is not None
+        assert state.weight.grad.shape == state.weight.shape
+        assert state.bias.grad is not None and state.bias.grad.shape == state.bias.shape
+        grads.append((state.weight.grad.clone(), state.bias.grad.clone()))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+    features = channel_features(y, is_conv, DIRECT.direct_features)
+    rows = state.direct.predictor(features, state.weight).detach()
+    assert features.shape == (len(state.weight), DIRECT.direct_features)
+    torch.testing.assert_close(grads[0][0], rows[:, :-1].reshape(state.weight.shape))
+    torch.testing.assert_close(grads[0][1], rows[:, -1])
+    technique.after_forward(layer, x, 2 * y + 1)
+    assert not torch.equal(state.weight.grad, grads[0][0])
+
+
+def test_a_direct_gp_batch_runs_no_backward_and_steps_by_the_prediction(
+    monkeypatch: pytest.MonkeyPatch, backward_counts: Counter[str]
+) -> None:
+    """Plain SGD (no momentum, no weight decay, constant rate): a GP batch moves every weight by
+    exactly -lr x its calibrated predicted gradient, and autograd ran on BP batches only."""
+    config = CONFIG.model_copy(update={
+        "momentum": 0.0, "weight_decay": 0.0, "lr_schedule": "constant", "learning_rate": 0.05,
+    })  # fmt: skip
+    technique = AdaGP(DIRECT)
+    steps: list[dict[str, tuple[torch.Tensor, torch.Tensor]]] = []
+    after: list[dict[str, torch.Tensor]] = []
+
+    def checking() -> None:
+        steps.append({
+            name: (state.weight.detach().clone(), state.weight.grad.clone())
+            for name, state in technique.states.items()
+        })  # fmt: skip
+        for state in technique.states.values():  # calibrated: max(cos, 0) x the running norm
+            assert state.cosine_mean is not None and state.grad_norm is not None
+            expected = max(state.cosine_mean, 0.0) * state.grad_norm
+            assert float(state.weight.grad.norm()) == pytest.approx(expected, rel=1e-4, abs=1e-9)
+
+    _after_each_gp_step(monkeypatch, technique, checking)
+    start_batch = technique.start_batch
+
+    def recording(step: Step) -> None:  # the weights as the previous step left them
+        if len(after) < len(steps):
+            after.append({n: s.weight.detach().clone() for n, s in technique.states.items()})
+        start_batch(step)
+
+    monkeypatch.setattr(technique, "start_batch", recording)
+    result = run_training(config, [DIRECT])
+    assert result.epochs[-1].figures["gp_fraction"] == SECOND_EPOCH_GP / BATCHES
+    assert set(backward_counts.values()) == {2 * BATCHES - SECOND_EPOCH_GP}
+    assert len(after) == SECOND_EPOCH_GP - 1  # the last batch is BP, so every GP one is followed
+    moved = 0
+    for before, later in zip(steps, after, strict=False):
+        for name, (weight, grad) in before.items():
+            torch.testing.assert_close(later[name], weight - 0.05 * grad)
+            moved += int(grad.abs().sum() > 0)
+    assert moved > 0  # some prediction was not calibrated to zero
+
+
+def test_the_direct_predictor_learns_a_gradient_set_by_output_statistics() -> None:
+    """A fixed toy layer whose true dW is a fixed function of its output's statistics (channel
+    k's gradient is its fixed direction D_k times the channel's mean output on the batch): the
+    cosine of the prediction made before each BP batch's update rises."""
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.randn(8, 3, 3, 3, generator=generator)
+    directions = torch.randn(8, 27, generator=generator)
+    torch.manual_seed(0)  # the predictor's initial hidden layer
+    predictor = DirectPredictor(weight, has_bias=False, features=12, hidden=64,
+                                channel_input="embedding")  # fmt: skip
+    state, training = DirectState(predictor), DirectTraining(lr=1e-2)
+    cosines = []
+    for _ in range(150):
+        levels = torch.rand(8, generator=generator) * 2 - 1  # each channel's mean, per batch
+        y = levels.view(1, 8, 1, 1) + 0.3 * torch.randn(16, 8, 5, 5, generator=generator)
+        state.features = channel_features(y, True, 12)
+        target = y.mean((0, 2, 3)).unsqueeze(1) * directions
+        trained = state.trained
+        before, loss = state.loss(weight, target)
+        if trained:
+            cosines.append(float(torch.nn.functional.cosine_similarity(
+                before.flatten(), target.flatten(), dim=0
+            )))  # fmt: skip
+        training.step([loss], [predictor])
+    assert training.steps == 150
+    early, late = sum(cosines[:10]) / 10, sum(cosines[-10:]) / 10
+    assert late > 0.8 and late > early + 0.3, (early, late)
+
+
+def test_the_direct_workload_charges_its_forward_on_every_batch_and_training_on_bp() -> None:
+    """LeNet-5 on 8x8 digits, 40 batches of which 27 BP (counted by hand: PINNED's schedule):
+    the predictor's two forward GEMMs run on all 40, its three backward GEMMs and its Adam step
+    on the 27 BP batches, on the predictor unit; the layer's own backward GEMMs on BP only (a
+    GP batch forms no dW on the array)."""
+    result = run_training(CONFIG, [DIRECT])
+    ops = _ops(result)
+    total, bp = 2 * BATCHES, 2 * BATCHES - SECOND_EPOCH_GP
+    assert result.workload.iterations == total
+    conv2 = ops[("conv2", TrainingPass.FWD, "compute")]
+    assert conv2.conv is not None
+    channels = conv2.conv.out_channels  # 16 filters of 6 x 5 x 5 weights and a bias
+    per_channel = 6 * 5 * 5 + 1
+    features, hidden = DIRECT.direct_features, DIRECT.direct_hidden
+    expected = {
+        ("hidden", TrainingPass.FWD): ((channels, features, hidden), total),
+        ("out", TrainingPass.FWD): ((channels, hidden, per_channel), total),
+        ("out", TrainingPass.BWD_WEIGHT): ((hidden, channels, per_channel), bp),
+        ("out", TrainingPass.BWD_DATA): ((channels, per_channel, hidden), bp),
+        ("hidden", TrainingPass.BWD_WEIGHT): ((features, channels, hidden), bp),
+    }
+    for (part, pass_), (shape, runs) in expected.items():
+        op = ops[(f"conv2.predictor.direct.{part}", pass_, "overhead")]
+        assert (op.m, op.k, op.n) == shape and op.executions == runs, (part, pass_)
+        assert op.runs_on == "predictor"
+    assert ("conv2.predictor.direct.hidden", TrainingPass.BWD_DATA, "overhead") not in ops
+    for pass_ in (TrainingPass.BWD_WEIGHT, TrainingPass.BWD_DATA):
+        assert ops[("conv2", pass_, "compute")].executions == bp
+    assert ("conv2.predictor.measure", TrainingPass.BWD_WEIGHT, "overhead") not in ops
+    # Adam: four updates per predictor parameter per BP batch
+    parameters = (features + 1) * hidden + channels * hidden + (hidden + 1) * per_channel
+    train = ops[("conv2.predictor.direct.out", TrainingPass.BWD_WEIGHT, "overhead")]
+    assert train.extra_ops["weight_updates"] == pytest.approx(4 * parameters)
+    # the pooled statistics, 3 ops per output element on every batch, inline with the layer's FWD
+    out_elements = CONFIG.batch_size * channels * conv2.conv.out_h * conv2.conv.out_w
+    assert conv2.executions == total
+    assert conv2.extra_ops["pooling_ops"] == pytest.approx(3 * out_elements)
+
+
+@pytest.mark.parametrize("channel_input", ["embedding", "filter", "none"])
+def test_the_direct_predictor_emits_one_filter_per_output_channel(channel_input: str) -> None:
+    """The tensor reorganization: output channels are the predictor's batch, each row one
+    filter's C·R·S values and its bias; with 'filter' the channel's weights enter too."""
+    torch.manual_seed(0)
+    weight = torch.randn(4, 3, 3, 3)
+    predictor = DirectPredictor(weight, True, 6, 8, channel_input)
+    torch.nn.init.normal_(predictor.out.weight)
+    features = channel_features(torch.randn(5, 4, 6, 6), True, 6)
+    rows = predictor(features, weight)
+    assert rows.shape == (4, 3 * 3 * 3 + 1)
+    assert torch.equal(rows, predictor(features, 2 * weight)) == (channel_input != "filter")

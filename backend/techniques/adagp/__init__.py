@@ -1,9 +1,9 @@
 """ADA-GP (MICRO 2023): predict weight gradients with a small predictor network and alternate
 backpropagated (BP) and predicted (GP) batches adaptively. The training hook: training.py,
 which wires the predictors (predictors.py; the feedback predictor's fused arithmetic:
-feedback_kernels.py), the measured cosines and calibrated steps (calibration.py), the adaptive
-BP/GP schedule (schedule.py), the per-layer state (layer_state.py) and what the workload charges
-(cost.py)."""
+feedback_kernels.py; the paper's own design, `direct`: direct.py), the measured cosines and
+calibrated steps (calibration.py), the adaptive BP/GP schedule (schedule.py), the per-layer
+state (layer_state.py) and what the workload charges (cost.py)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,26 @@
   gate's elementwise work and the BatchNorm projection are extra ops, and so is the training
   step's (`training_ops`: the residual, the gate's derivative, the sums for a and c and, for a
   layer feeding a BatchNorm, the residual's projection);
+- `direct` (direct.py): GP batches run no backward GEMM at all (neither BWD-DATA nor
+  BWD-WEIGHT: the recorder counts both on BP batches only) and no dW product on the array. With
+  K output channels, F = `direct_features`, H = `direct_hidden`, O = C·R·S (+1 with a bias) and
+  P = C·R·S, the predictor's GEMMs run on the predictor unit: on every batch its forward,
+  `<layer>.predictor.direct.hidden` FWD (K, F [+P with the filter input], H) and
+  `<layer>.predictor.direct.out` FWD (K, H, O) (GP batches: the prediction; BP batches: the
+  prediction its training and the cosine need); on the BP batches it trains on, its backward,
+  `.out` BWD-WEIGHT (H, K, O), `.out` BWD-DATA (K, O, H) and `.hidden` BWD-WEIGHT (F [+P], K,
+  H), its Adam step (4 `weight_updates` per predictor parameter) and `training_ops` (the
+  target's RMS, its scaling, the residual: 5 per output value; the ReLU's derivative: 1 per
+  hidden value). Extra ops on every batch: the pooled statistics (`pooling_ops`: 3 per output
+  element of the layer: the sum, the squared sum and the map's batch mean; linear layers' sort
+  is not charged), charged on the layer's own FWD GEMM because they are reductions over the
+  output as it leaves the array (as SparseTrain's mean |g| is), so the column units overlap them
+  with the array; the hidden layer's bias, embedding and ReLU (`activation_ops`, 3 per hidden
+  value); on GP batches the running scale and the calibrated gain (`scale_ops`, 3 per
+  predicted value: two products and the norm's square-add). DRAM: the workload has no term for
+  the activations a training keeps for backward; a GP batch's saving appears only as the
+  skipped backward GEMMs' operand traffic (they read x and dy), not as avoided activation writes
+  in FWD (FWD writes its output for the next layer either way).
 - every predictor: the reference on every BP batch is three dot products over the layer's
   weights (a predictor-unit GEMM m=1, k=weights, n=3) plus a copy of the true gradient kept
   for the next one (`result_copies`); the predicted cosine two more (n=2) on the measured
@@ -41,6 +61,14 @@ PROJECTION_OPS = 9
 # subtraction, a multiply-add)
 TRAINING_OPS = 10
 PROJECTION_BACKWARD_OPS = 6
+# `direct` (direct.py): the pooled statistics per output element (sum, squared sum, the map's
+# batch mean); the hidden layer's bias, embedding and ReLU per hidden value; the running scale
+# and calibrated gain per predicted value on GP batches; the target's RMS, scaling and the
+# residual per predicted value in training
+POOLING_OPS = 3
+ACTIVATION_OPS = 3
+SCALE_OPS = 3
+RESIDUAL_OPS = 5
 
 
 def annotate_workload(
@@ -50,9 +78,11 @@ def annotate_workload(
     gp: int,
     bp: int,
     predictor_trainings: int,
+    direct_trainings: int = 0,
 ) -> None:
     """Charge the training's `gp` GP and `bp` BP batches (`feedback` predictors trained on
-    `predictor_trainings` of the BP batches) on `ops`; see the module docstring."""
+    `predictor_trainings` of the BP batches, `direct` ones on `direct_trainings`) on `ops`; see
+    the module docstring."""
     for name, state in states.items():
         size = state.weight.numel()
         weights = size + (state.bias.numel() if state.bias is not None else 0)
@@ -76,6 +106,54 @@ def annotate_workload(
                 ops.add(op)
         if predictor == "feedback" and state.feedback is not None:
             _annotate_feedback(ops, name, state, gp, bp, predictor_trainings)
+        if predictor == "direct" and state.direct is not None:
+            _annotate_direct(ops, name, state, gp, bp, direct_trainings)
+
+
+def _annotate_direct(
+    ops: WorkloadOps, name: str, state: LayerState, gp: int, bp: int, trainings: int
+) -> None:
+    assert state.direct is not None
+    predictor = state.direct.predictor
+    channels, hidden = len(state.weight), predictor.hidden.out_features
+    inputs = predictor.hidden.in_features + (
+        predictor.filter.in_features if predictor.filter is not None else 0
+    )
+    outputs = predictor.out.out_features
+    batches = gp + bp
+    hidden_fwd = _overhead(
+        f"{name}.predictor.direct.hidden", TrainingPass.FWD, (channels, inputs, hidden), batches
+    )
+    out_fwd = _overhead(
+        f"{name}.predictor.direct.out", TrainingPass.FWD, (channels, hidden, outputs), batches
+    )
+    forward = ops.find(name, TrainingPass.FWD)
+    if forward is not None:
+        add_extra(forward, "pooling_ops", POOLING_OPS * state.output_elements)
+    add_extra(hidden_fwd, "activation_ops", ACTIVATION_OPS * channels * hidden * batches)
+    add_extra(out_fwd, "scale_ops", SCALE_OPS * channels * outputs * gp)
+    out_weight = _overhead(
+        f"{name}.predictor.direct.out", TrainingPass.BWD_WEIGHT, (hidden, channels, outputs),
+        trainings,
+    )  # fmt: skip
+    out_data = _overhead(
+        f"{name}.predictor.direct.out", TrainingPass.BWD_DATA, (channels, outputs, hidden),
+        trainings,
+    )  # fmt: skip
+    hidden_weight = _overhead(
+        f"{name}.predictor.direct.hidden", TrainingPass.BWD_WEIGHT, (inputs, channels, hidden),
+        trainings,
+    )  # fmt: skip
+    add_extra(
+        out_weight,
+        "training_ops",
+        (RESIDUAL_OPS * channels * outputs + channels * hidden) * trainings,
+    )
+    parameters = sum(p.numel() for p in predictor.parameters())
+    add_extra(out_weight, "weight_updates", 4 * parameters * trainings)
+    for op in (hidden_fwd, out_fwd, out_weight, out_data, hidden_weight):
+        if op.executions:
+            ops.add(op)
 
 
 def _annotate_feedback(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
+    from backend.techniques.adagp.direct import DirectState
     from backend.techniques.adagp.predictors import FeedbackPredictor
     from worker.training.layers import GemmLayer
 
@@ -24,11 +25,12 @@ class LayerState:
     reference_mean: float | None = None  # smoothed reference cosine
     grad_norm: float | None = None  # running norm of the true weight gradient
     feedback: FeedbackPredictor | None = None
+    direct: DirectState | None = None
     x: Tensor | None = None  # this batch's input and output (`feedback`)
     y: Tensor | None = None
     output: Tensor | None = None  # y as it leaves the layer (to recognise its BatchNorm)
     true_output_grad: Tensor | None = None
-    output_elements: int = 0  # summed over the training (`feedback` gate work)
+    output_elements: int = 0  # summed over the training (`feedback` gate, `direct` pooling)
     cosines: list[Tensor] = field(default_factory=list)  # this epoch's BP batches
     references: list[Tensor] = field(default_factory=list)
     # BP batches on which the predicted / reference cosine was measured, and on which `feedback`
@@ -47,3 +49,5 @@ class LayerState:
 
     def forget_batch(self) -> None:
         self.x = self.y = self.output = self.true_output_grad = None
+        if self.direct is not None:
+            self.direct.features = None

@@ -26,11 +26,13 @@ class AdaGPParams(Spec):
     """
 
     name: Literal["adagp"] = "adagp"
-    predictor: Literal["feedback", "history", "none"] = Field(
+    predictor: Literal["feedback", "direct", "history", "none"] = Field(
         "feedback",
         description="'feedback': per-sample output gradient predicted from the output error "
-        "(labels) and the layer's output, dW formed on the array; 'history': running mean of "
-        "true gradients (refreshed on BP batches); 'none': zero (a control)",
+        "(labels) and the layer's output, dW formed on the array; 'direct': the paper's design, "
+        "a small network per layer maps pooled statistics of each output channel to that "
+        "channel's weight gradient (no backward, no dW GEMM on GP batches); 'history': running "
+        "mean of true gradients (refreshed on BP batches); 'none': zero (a control)",
     )
     warmup_epochs: int = Field(1, ge=0, le=100, description="epochs of backprop only")
     plateau_improvement: float = Field(
@@ -84,7 +86,25 @@ class AdaGPParams(Spec):
         0.9, ge=0, lt=1, description="'history': momentum of the running mean of gradients"
     )
     predictor_lr: float = Field(
-        1e-3, gt=0, le=1, description="'feedback': Adam learning rate of the predictors"
+        1e-3, gt=0, le=1, description="'feedback', 'direct': Adam learning rate of the predictors"
+    )
+    direct_features: int = Field(
+        20,
+        ge=3,
+        le=1024,
+        description="'direct': pooled statistics per output channel fed to the predictor: the "
+        "channel's mean and RMS over batch and positions, then the batch-mean map pooled into "
+        "direct_features - 2 position bins (conv) or the channel's sorted batch values pooled "
+        "into as many quantile bins (linear)",
+    )
+    direct_hidden: int = Field(
+        64, ge=1, le=4096, description="'direct': hidden units of each layer's predictor"
+    )
+    direct_channel: Literal["embedding", "filter", "none"] = Field(
+        "embedding",
+        description="'direct': what else the predictor sees per output channel: 'embedding', a "
+        "learned vector per channel added to the hidden layer; 'filter', the channel's current "
+        "weights (C·R·S values) through a second input matrix; 'none', the pooled statistics only",
     )
     normalized_projection: bool = Field(
         True,

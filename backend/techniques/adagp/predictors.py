@@ -32,6 +32,9 @@
   -0.7 with the predictions: the accuracy GP costs comes mostly from the predictions. The
   measured frontier (GP fraction against accuracy, per design) is in
   benchmarks/adagp_frontier.py.
+- `direct` (direct.py): the paper's design; per layer a small network maps pooled statistics of
+  each output channel (the tensor reorganization: channels are the predictor's batch) to that
+  channel's weight gradient, in the forward hook; GP batches run no backward and no dW product.
 - `history`: the prediction is a running mean (momentum `history_momentum`) of the layer's true
   gradients on BP batches, refreshed by every true gradient; no GEMM, a multiply-add per weight
   per BP batch. Measured under SGD with momentum 0.9 its cosine with the next true gradient is

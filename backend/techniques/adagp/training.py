@@ -2,8 +2,12 @@
 
 A GP batch runs the forward pass only: no autograd graph, no BWD-DATA, no backward through the
 network; each conv/linear layer's weight (and bias) gradient comes from its predictor and the
-optimiser steps on it. A BP batch is ordinary backprop; its true gradients train (or refresh)
-the predictors and measure how good their predictions are.
+optimiser steps on it. `direct` (direct.py, the paper's design) forms the prediction in the
+layer's forward hook, as soon as the output exists, from pooled statistics of that output only,
+and sets the layer's `.grad` there (the optimiser's step after the forward applies it: the
+layer's weights are not used again in the batch, so this equals updating them at once); it
+keeps no activation, only the pooled statistics. A BP batch is ordinary backprop; its true
+gradients train (or refresh) the predictors and measure how good their predictions are.
 
 The hook wires the parts: the predictors (predictors.py), the measurement of their cosines and
 the calibrated step (calibration.py), the adaptive BP/GP rule (schedule.py), the per-layer state
@@ -25,6 +29,14 @@ from torch import Tensor, nn
 
 from backend.techniques.adagp import cost
 from backend.techniques.adagp.calibration import COSINE_DOTS, cosine, gain, measure
+from backend.techniques.adagp.direct import (
+    DirectPredictor,
+    DirectState,
+    DirectTraining,
+    channel_features,
+    joined,
+    split,
+)
 from backend.techniques.adagp.layer_state import LayerState
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.adagp.predictors import (
@@ -63,10 +75,21 @@ class AdaGP(Technique):
         self.epoch = BatchCounts()
         self.total = BatchCounts()
         self.feedback_training = FeedbackTraining(params.predictor_lr)
+        self.direct_training = DirectTraining(params.predictor_lr)
 
     # -- setup and schedule --------------------------------------------------------------------
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
         self.states = {layer.name: LayerState(layer) for layer in layers}
+        if self.params.predictor == "direct":
+            torch.manual_seed(seed)  # the predictors' initial hidden layers
+            for state in self.states.values():
+                state.direct = DirectState(
+                    DirectPredictor(
+                        state.weight.detach(), state.bias is not None,
+                        self.params.direct_features, self.params.direct_hidden,
+                        self.params.direct_channel,
+                    )
+                )  # fmt: skip
         if self.params.predictor == "feedback" and self.params.normalized_projection:
             for module in model.modules():
                 if isinstance(module, nn.modules.batchnorm._BatchNorm):
@@ -99,6 +122,26 @@ class AdaGP(Technique):
         if self.params.predictor == "feedback":
             state.x, state.y, state.output = x.detach(), y.detach(), y
             state.output_elements += y.numel()
+        elif state.direct is not None:
+            state.output_elements += y.numel()
+            state.direct.features = channel_features(
+                y.detach(), layer.is_conv, self.params.direct_features
+            )
+            if self.predicting:
+                self._predict_direct(state)
+
+    def _predict_direct(self, state: LayerState) -> None:
+        """GP batch, `direct`: the layer's predicted (calibrated) gradient becomes its `.grad`
+        as soon as its output exists."""
+        assert state.direct is not None
+        weight, bias = state.weight, state.bias
+        predicted, bias_grad = split(
+            state.direct.predict(weight.detach()), weight, bias is not None
+        )
+        factor = gain(state, predicted, self.params.calibrated_scale)
+        weight.grad = predicted * factor
+        if bias is not None and bias_grad is not None:
+            bias.grad = (bias_grad * factor).to(bias.dtype)
 
     def output_grad(self, layer: GemmLayer, grad: Tensor) -> Tensor:
         state = self.states.get(layer.name)
@@ -158,8 +201,8 @@ class AdaGP(Technique):
     def _learn(self) -> float | None:
         """BP batch: measure the reference (every BP batch) and, on every `cosine_every`-th BP
         batch, the predictions against the true gradients; then refresh (history) or train
-        (feedback) the predictors. Returns the predicted cosine of all layers concatenated (None
-        when not measured)."""
+        (feedback, direct: one Adam step each) the predictors. Returns the predicted cosine of
+        all layers concatenated (None when not measured)."""
         predictor = self.params.predictor
         measuring = self.total.bp % self.params.cosine_every == 0
         formed: dict[str, FormedPrediction] = {}
@@ -167,20 +210,55 @@ class AdaGP(Technique):
         if predictor == "feedback" and self.logits is not None and self.labels is not None:
             error = self._output_error()
             formed = form_feedback(self.states, error, True, form_weight=measuring)
+        direct_guesses: dict[str, Tensor] = {}
+        direct_losses: list[Tensor] = []
+        if predictor == "direct":
+            direct_guesses, direct_losses = self._direct_losses()
         sums = torch.zeros(COSINE_DOTS, dtype=torch.float64)
         measured = False
         for name, state in self.states.items():
             grad = state.weight.grad
             if grad is None:
                 continue
-            guess = self._guess(state, formed.get(name)) if measuring else None
+            guess = None
+            if measuring:
+                guess = (
+                    direct_guesses.get(name)
+                    if predictor == "direct"
+                    else self._guess(state, formed.get(name))
+                )
             measured = measured or guess is not None
             sums += measure(state, grad.detach().reshape(-1), guess, self.params.cosine_momentum)
             if predictor == "history":
                 self._refresh_history(state)
         if error is not None and formed:
             self.feedback_training.step(self.states, formed, error)
+        if direct_losses:
+            self.direct_training.step(
+                direct_losses, [s.direct.predictor for s in self.states.values() if s.direct]
+            )
         return float(cosine(sums[0], sums[1], sums[2])) if measured else None
+
+    def _direct_losses(self) -> tuple[dict[str, Tensor], list[Tensor]]:
+        """BP batch, `direct`: per layer with a true gradient, the prediction its predictor
+        makes from this batch's output (weight part; only once trained) and its training loss
+        against the true gradient."""
+        guesses: dict[str, Tensor] = {}
+        losses: list[Tensor] = []
+        for name, state in self.states.items():
+            direct, grad, bias = state.direct, state.weight.grad, state.bias
+            if direct is None or direct.features is None or grad is None:
+                continue
+            trained = direct.trained
+            bias_grad = bias.grad.detach() if bias is not None and bias.grad is not None else None
+            if bias is not None and bias_grad is None:
+                bias_grad = torch.zeros_like(bias)
+            target = joined(grad.detach(), bias_grad)
+            before, loss = direct.loss(state.weight.detach(), target)
+            if trained:
+                guesses[name] = split(before, state.weight, bias is not None)[0]
+            losses.append(loss)
+        return guesses, losses
 
     def _guess(self, state: LayerState, formed: FormedPrediction | None) -> Tensor | None:
         """This layer's prediction before the true gradient refreshes it."""
@@ -224,5 +302,5 @@ class AdaGP(Technique):
         """What each predictor charges: cost.py."""
         cost.annotate_workload(
             ops, self.params.predictor, self.states, self.total.gp, self.total.bp,
-            self.feedback_training.steps,
+            self.feedback_training.steps, self.direct_training.steps,
         )  # fmt: skip

@@ -79,6 +79,14 @@ class Settings(BaseSettings):
         description="requests one API process works on at once; more wait their turn "
         "(event streams and cached answers do not count)",
     )
+    api_heavy_concurrency: int = Field(
+        2,
+        ge=1,
+        le=MAX_API_CONCURRENCY,
+        description="of those, heavy reads (seed groups, summaries, Pareto fronts, exports, "
+        "chart data) one API process works on at once; more wait without taking a turn from "
+        "cheap requests",
+    )
     max_active_runs_per_user: int = Field(
         10_000, ge=1, description="queued plus running runs one user may have at a time"
     )

@@ -48,16 +48,25 @@ def _technique_columns() -> list[str]:
     return columns
 
 
+# What an export reads of each run: the stored columns among RUN_COLUMNS, and what the computed
+# ones (group, attempts, duration_seconds) and the flat config columns come from; not the
+# simulator's summary or anything else no column shows.
+SOURCE_COLUMNS = [
+    *(Run.__table__.c[name] for name in RUN_COLUMNS if name in Run.__table__.c),
+    *(Run.__table__.c[name] for name in ("attempt", "group_key", "training_config",
+                                         "accelerator_config", "technique_params")),
+]  # fmt: skip
 TRAINING_COLUMNS = list(_leaves(TrainingConfig().model_dump(), "training."))
 ACCELERATOR_COLUMNS = list(_leaves(AcceleratorConfig().model_dump(), "accelerator."))
 TECHNIQUE_COLUMNS = _technique_columns()
 EXPORT_COLUMNS = [*RUN_COLUMNS, *TRAINING_COLUMNS, *ACCELERATOR_COLUMNS, *TECHNIQUE_COLUMNS]
 
 
-def export_row(run: Run) -> dict[str, Any]:
-    """One run as {column: value}, nested configs flattened into the export's columns."""
+def export_row(run: Any) -> dict[str, Any]:
+    """One run (a Run, or a row of SOURCE_COLUMNS) as {column: value}, nested configs flattened
+    into the export's columns."""
     row = {name: getattr(run, name, None) for name in RUN_COLUMNS}
-    row["group"] = run_group_key(run)
+    row["group"] = getattr(run, "group_key", None) or run_group_key(run)
     row["attempts"] = run.attempt  # 1, or more after retries
     row["duration_seconds"] = (
         (run.finished_at - run.started_at).total_seconds()
@@ -90,7 +99,7 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def nested_row(run: Run) -> dict[str, Any]:
+def nested_row(run: Any) -> dict[str, Any]:
     """One run for the JSON export: the run's columns, and its configs as stored."""
     row = {name: value for name, value in export_row(run).items() if name in RUN_COLUMNS}
     row["training_config"] = run.training_config

@@ -21,8 +21,7 @@ from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.run_export import (
     EXPORT_COLUMNS,
     SOURCE_COLUMNS,
-    csv_cell,
-    export_row,
+    csv_row,
     nested_row,
 )
 from backend.api.run_groups import run_groups
@@ -232,8 +231,7 @@ def export(
         writer = csv.writer(buffer)
         writer.writerow(EXPORT_COLUMNS)
         for count, run in enumerate(runs, 1):
-            row = export_row(run)
-            writer.writerow([csv_cell(row.get(name)) for name in EXPORT_COLUMNS])
+            writer.writerow(csv_row(run))
             if count % 500 == 0:
                 yield buffer.getvalue()
                 buffer.seek(0)

@@ -3,17 +3,18 @@ confidence interval; only runs the user may see, filtered like the run list.
 
 Model: the database does the grouping. Each run stores its group key (`runs.group_key`,
 indexed, computed at expansion), and one GROUP BY over the visible, filtered runs gives per
-group and metric n, the mean and the sum of squared deviations from the mean (two passes: the
-mean is a window average over the group, then the squares are summed), from which the sample
-standard deviation is sqrt(ss / (n - 1)); the Student-t interval is added in Python
-(`backend.analysis.groups.estimate_from`). A second query reads only (group key, id, seed) of
-the same runs in id order for each group's run ids and seeds, and a third the describing
-columns of each group's first run. Nothing reads the runs' JSON configs.
+group and metric n, the mean and the sample standard deviation of the finished runs' values;
+the Student-t interval is added in Python (`backend.analysis.groups.estimate_from`). A second
+query reads only (group key, id, seed) of the same runs in id order for each group's run ids
+and seeds, and a third the describing columns of each group's first run. Nothing reads the
+runs' JSON configs. tests/pipeline/test_run_groups.py checks the answers against the Python
+reference (`estimate` over each group's values) on random groups, on both databases.
 
-Open choices: two-pass sums of squares rather than PostgreSQL's `stddev_samp`, so that SQLite
-computes the same figures by the same SQL (both are accurate; a one-pass sum of squares minus
-n * mean^2 is not); the member lists come from a narrow query rather than `array_agg`, which
-SQLite lacks.
+Open choices: on PostgreSQL `avg` and `stddev_samp` in one hashed pass; SQLite has no standard
+deviation, so there the mean is a window average over the group and the squared deviations from
+it are summed in a second pass (sd = sqrt(ss / (n - 1)), taken in Python: SQLite may lack sqrt);
+a one-pass sum of squares minus n * mean^2 would lose precision. The member lists come from a
+narrow query rather than `array_agg`, which SQLite lacks.
 """
 
 from __future__ import annotations
@@ -62,39 +63,26 @@ def run_groups(db: Session, user: User, filters: RunFilters) -> list[RunGroup]:
     baseline = aliased(Run)
     values = _metric_values(baseline)
     key = Run.group_key
-    rows = (
-        filtered_runs(db, user, filters, key.label("key"))
-        .add_columns(
-            Run.id.label("id"),
-            case((Run.status == "done", 1), else_=0).label("done"),
-            case((Run.did_not_learn.is_(True), 1), else_=0).label("did_not_learn"),
-            *(value.label(name) for name, value in values.items()),
-            *(
-                func.avg(value).over(partition_by=key).label(f"{name}_mean")
-                for name, value in values.items()
-            ),
-        )
-        .outerjoin(baseline, baseline.id == Run.baseline_run_id)
-        .subquery()
+    runs = filtered_runs(db, user, filters, key.label("key")).outerjoin(
+        baseline, baseline.id == Run.baseline_run_id
     )
-    spread = {name: rows.c[name] - rows.c[f"{name}_mean"] for name in METRICS}
-    summaries = (
-        db.execute(
-            select(
-                rows.c.key,
-                func.min(rows.c.id).label("first"),
-                func.sum(rows.c.done).label("done"),
-                func.sum(rows.c.did_not_learn).label("did_not_learn"),
-                *(func.count(rows.c[name]).label(f"{name}_n") for name in METRICS),
-                *(func.max(rows.c[f"{name}_mean"]).label(f"{name}_mean") for name in METRICS),
-                *(func.sum(spread[name] * spread[name]).label(f"{name}_ss") for name in METRICS),
-            )
-            .group_by(rows.c.key)
-            .order_by(func.min(rows.c.id))
-        )
-        .mappings()
-        .all()
-    )
+    counts = [
+        func.min(Run.id).label("first"),
+        func.sum(case((Run.status == "done", 1), else_=0)).label("done"),
+        func.sum(case((Run.did_not_learn.is_(True), 1), else_=0)).label("did_not_learn"),
+    ]
+    if db.get_bind().dialect.name == "postgresql":
+        # One pass, hashed by key; PostgreSQL's float8 avg and stddev_samp are accurate
+        # (Youngs-Cramer), not a sum of squares minus n * mean^2.
+        query = runs.add_columns(
+            *counts,
+            *(func.count(value).label(f"{name}_n") for name, value in values.items()),
+            *(func.avg(value).label(f"{name}_mean") for name, value in values.items()),
+            *(func.stddev_samp(value).label(f"{name}_sd") for name, value in values.items()),
+        ).group_by(key)
+        summaries = db.execute(query.order_by(func.min(Run.id))).mappings().all()
+    else:
+        summaries = _two_pass(db, runs, values)
     if not summaries:
         return []
 
@@ -114,10 +102,47 @@ def run_groups(db: Session, user: User, filters: RunFilters) -> list[RunGroup]:
     ]
 
 
+def _two_pass(db: Session, runs: Any, values: dict[str, ColumnElement[Any]]) -> list[Any]:
+    """The group figures where the database has no accurate standard deviation (SQLite): the
+    mean as a window average over the group, then the squared deviations from it summed."""
+    rows = runs.add_columns(
+        Run.id.label("id"),
+        case((Run.status == "done", 1), else_=0).label("done"),
+        case((Run.did_not_learn.is_(True), 1), else_=0).label("did_not_learn"),
+        *(value.label(name) for name, value in values.items()),
+        *(
+            func.avg(value).over(partition_by=Run.group_key).label(f"{name}_mean")
+            for name, value in values.items()
+        ),
+    ).subquery()
+    spread = {name: rows.c[name] - rows.c[f"{name}_mean"] for name in METRICS}
+    summaries = db.execute(
+        select(
+            rows.c.key,
+            func.min(rows.c.id).label("first"),
+            func.sum(rows.c.done).label("done"),
+            func.sum(rows.c.did_not_learn).label("did_not_learn"),
+            *(func.count(rows.c[name]).label(f"{name}_n") for name in METRICS),
+            *(func.max(rows.c[f"{name}_mean"]).label(f"{name}_mean") for name in METRICS),
+            *(func.sum(spread[name] * spread[name]).label(f"{name}_ss") for name in METRICS),
+        )
+        .group_by(rows.c.key)
+        .order_by(func.min(rows.c.id))
+    ).mappings()
+    out = []
+    for summary in summaries:
+        row = dict(summary)
+        for name in METRICS:
+            n, ss = int(row[f"{name}_n"]), row.pop(f"{name}_ss")
+            row[f"{name}_sd"] = math.sqrt(max(float(ss), 0.0) / (n - 1)) if n > 1 else None
+        out.append(row)
+    return out
+
+
 def _estimate(summary: Any, name: str) -> EstimateOut | None:
     n = int(summary[f"{name}_n"])
-    ss = summary[f"{name}_ss"]
-    sd = math.sqrt(max(float(ss), 0.0) / (n - 1)) if n > 1 and ss is not None else None
+    sd = summary[f"{name}_sd"]
+    sd = float(sd) if n > 1 and sd is not None else None
     mean = summary[f"{name}_mean"]
     found = estimate_from(n, float(mean) if mean is not None else None, sd)
     return EstimateOut(**asdict(found)) if found is not None else None

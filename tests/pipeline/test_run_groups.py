@@ -1,4 +1,5 @@
-"""Seeds as statistics: the group key, the Student-t intervals and GET /runs/groups (PostgreSQL)."""
+"""Seeds as statistics: the group key, the Student-t intervals and GET /runs/groups (PostgreSQL;
+the database's grouping also on SQLite, against the Python reference)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import io
 import math
 import random
 import statistics
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from backend.analysis.groups import estimate, group_key, run_group_key
+from backend.api.app import create_app
+from backend.db import migrate
 from backend.db.models import Run
 from backend.db.session import session_scope
 from backend.settings import Settings
@@ -240,13 +245,29 @@ def _assert_same_figures(got: dict | None, want: dict | None) -> None:
             assert got[name] == pytest.approx(want[name], rel=1e-9, abs=1e-12), name
 
 
-def test_database_groups_match_the_python_reference(api: TestClient, pg_settings: Settings) -> None:
+@pytest.fixture(params=["postgresql", "sqlite"])
+def any_database(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[TestClient, str]]:
+    """The API on PostgreSQL (one GROUP BY with stddev_samp) or on embedded SQLite (two passes)."""
+    if request.param == "postgresql":
+        settings = request.getfixturevalue("pg_settings")
+    else:
+        settings = Settings(data_dir=tmp_path / "data", reconcile_interval=0)
+        settings.ensure_data_dir()
+        migrate.upgrade(settings.effective_database_url)
+    with TestClient(create_app(settings)) as client:
+        yield client, settings.effective_database_url
+
+
+def test_database_groups_match_the_python_reference(any_database: tuple[TestClient, str]) -> None:
     """Random groups: runs copied from an experiment's with random seeds, configs, statuses and
     metrics (some missing, some equal within a group, some groups of one), inserted without a
     key (the model computes it); the database's figures equal those of `estimate`."""
+    api, database_url = any_database
     experiment = api.post("/api/v1/experiments", json=SPEC).json()
     rng = random.Random(7)
-    with session_scope(pg_settings.effective_database_url) as db:
+    with session_scope(database_url) as db:
         templates = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
         skip = {"id", "created_at", "group_key", "baseline_run_id"}
         columns = [c.key for c in Run.__table__.columns if c.key not in skip]
@@ -274,7 +295,7 @@ def test_database_groups_match_the_python_reference(api: TestClient, pg_settings
                 None if row["is_baseline"] else rng.choice([t.id for t in templates])
             )
             db.add(Run(**row))
-    with session_scope(pg_settings.effective_database_url) as db:
+    with session_scope(database_url) as db:
         runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
         assert all(run.group_key == run_group_key(run) for run in runs)
         reference = _reference_groups(runs)

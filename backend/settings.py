@@ -69,7 +69,8 @@ class Settings(BaseSettings):
     read_cache_entries: int = Field(
         256,
         ge=0,
-        description="answers of GET /runs, /runs/compare and /runs/pareto kept per API process, "
+        description="answers of GET /runs, /runs/compare, /runs/pareto, /runs/groups, "
+        "/runs/summary and /dashboards/{id}/data kept per API process, "
         "each valid for one database snapshot (PostgreSQL only; 0 turns the cache off)",
     )
     api_concurrency: int = Field(

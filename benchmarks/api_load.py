@@ -66,6 +66,7 @@ WRITER_SPEC = {
     "accelerators": ["edge"],
 }
 CACHE_ENTRIES = {"on": "256", "off": "0"}
+CLIENT_TIMEOUT = 60  # seconds; a request not answered by then is counted as given up
 SPEC = {
     "name": "load",
     "training": {"model": "mlp", "dataset": "digits", "epochs": 1},
@@ -135,6 +136,7 @@ async def hammer(
     """
     latencies: list[float] = []
     counter = iter(range(requests))
+    timeouts: dict[str, int] = {}
 
     async def client_loop(session: aiohttp.ClientSession) -> None:
         for i in counter:
@@ -142,8 +144,14 @@ async def hammer(
                 return
             method, path, kwargs, *label = make(i)
             started = time.perf_counter()
-            async with session.request(method, path, **kwargs) as response:
-                body = await response.read()
+            try:
+                async with session.request(method, path, **kwargs) as response:
+                    body = await response.read()
+            except TimeoutError:  # counted, not a latency: the client gave up at the timeout
+                timeouts[label[0] if label else path] = (
+                    timeouts.get(label[0] if label else path, 0) + 1
+                )
+                continue
             latencies.append(time.perf_counter() - started)
             if routes is not None:
                 routes.setdefault(label[0], []).append(latencies[-1])
@@ -151,9 +159,11 @@ async def hammer(
                 raise RuntimeError(f"{method} {path}: HTTP {response.status} {body[:200]!r}")
 
     connector = aiohttp.TCPConnector(limit=clients)
-    timeout = aiohttp.ClientTimeout(total=30)
+    timeout = aiohttp.ClientTimeout(total=CLIENT_TIMEOUT)
     async with aiohttp.ClientSession(base, connector=connector, timeout=timeout) as session:
         await asyncio.gather(*(client_loop(session) for _ in range(clients)))
+    if timeouts:
+        print(f"  requests given up after {CLIENT_TIMEOUT} s: {timeouts}")
     return latencies
 
 

@@ -71,6 +71,12 @@ TRAINING_COLUMNS = list(_leaves(TrainingConfig().model_dump(), "training."))
 ACCELERATOR_COLUMNS = list(_leaves(AcceleratorConfig().model_dump(), "accelerator."))
 TECHNIQUE_COLUMNS = _technique_columns()
 EXPORT_COLUMNS = [*RUN_COLUMNS, *TRAINING_COLUMNS, *ACCELERATOR_COLUMNS, *TECHNIQUE_COLUMNS]
+# Each config's columns, in the order CONFIGS and EXPORT_COLUMNS have them.
+SEGMENTS = {
+    "training": TRAINING_COLUMNS,
+    "accelerator": ACCELERATOR_COLUMNS,
+    "techniques": TECHNIQUE_COLUMNS,
+}
 
 
 def _flat_config(value: Any, kind: str) -> dict[str, Any]:
@@ -144,27 +150,40 @@ def export_row(run: Any) -> dict[str, Any]:
     return row
 
 
+@lru_cache(maxsize=1024)
+def _config_segment(text: str, kind: str) -> tuple[Any, ...]:
+    """A stored config's CSV cells, in the order of its kind's columns (None where it has no
+    value; a leaf no column names is left out, as from the header)."""
+    cells = dict(_config_cells(text, kind))
+    return tuple(cells.get(name) for name in SEGMENTS[kind])
+
+
 def csv_row(run: Any) -> list[Any]:
     """One run's CSV cells in the order of EXPORT_COLUMNS (see `csv_cell`)."""
-    cells = {name: csv_cell(value) for name, value in _run_values(run).items()}
+    values = _run_values(run)
+    row = [csv_cell(values[name]) for name in RUN_COLUMNS]
     get = _getter(run)
     for name, kind in CONFIGS.items():
         value = get(name)
         if isinstance(value, str):
-            cells.update(_config_cells(value, kind))
+            row.extend(_config_segment(value, kind))
         else:
-            cells.update((k, csv_cell(v)) for k, v in _flat_config(value, kind).items())
-    return [cells.get(name) for name in EXPORT_COLUMNS]
+            cells = {k: csv_cell(v) for k, v in _flat_config(value, kind).items()}
+            row.extend(cells.get(column) for column in SEGMENTS[kind])
+    return row
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+PLAIN = frozenset({int, float, bool, type(None)})  # written as they are
 
 
 def csv_cell(value: Any) -> Any:
     """Lists and mappings as JSON; text that a spreadsheet would run as a formula (a custom
     accelerator's name, notes, tags) behind a leading apostrophe, so it shows as text; numbers
     and everything else as the csv module writes them. The JSON export keeps every value."""
+    if value.__class__ in PLAIN:
+        return value
     if isinstance(value, list | dict):
         return json.dumps(value, sort_keys=True)
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):

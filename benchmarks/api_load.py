@@ -31,6 +31,12 @@ never asked before, and whether the targets are met (the mix at >= 50 requests/s
         --database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench \
         --broker-url redis://127.0.0.1:6379/14
 
+Measured on a 2-core machine shared with other work (load average 10-14 meanwhile), PostgreSQL,
+`--mix --writer`, 50 clients, 60 s: before the seed groups moved into the database and the heavy
+reads were limited, 3.1 requests/s with p50 12-23 s on every route, /auth/me included; after, with
+`--workers 2`, 12.2 requests/s (/auth/me alone: 273/s), cheap routes p50 0.1-0.2 s and heavy
+ones 6.5-8.8 s, waiting their turn. `heavy_reads.py` gives each route's CPU cost alone.
+
 `--read-cache on,off` (PostgreSQL) starts one API server per setting of the snapshot read cache
 (`ORRERY_READ_CACHE_ENTRIES`, 0 for off) on the same database, and runs every read phase
 against them in turn, alternating, `--rounds` times each: both see the same data and the same

@@ -77,7 +77,8 @@ class Settings(BaseSettings):
     read_cache_entries: int = Field(
         256,
         ge=0,
-        description="answers of GET /runs, /runs/compare and /runs/pareto kept per API process, "
+        description="answers of GET /runs, /runs/compare, /runs/pareto, /runs/groups, "
+        "/runs/summary and /dashboards/{id}/data kept per API process, "
         "each valid for one database snapshot (PostgreSQL only; 0 turns the cache off)",
     )
     api_concurrency: int = Field(
@@ -86,6 +87,14 @@ class Settings(BaseSettings):
         le=MAX_API_CONCURRENCY,
         description="requests one API process works on at once; more wait their turn "
         "(event streams and cached answers do not count)",
+    )
+    api_heavy_concurrency: int = Field(
+        2,
+        ge=1,
+        le=MAX_API_CONCURRENCY,
+        description="of those, heavy reads (seed groups, summaries, Pareto fronts, exports, "
+        "chart data) one API process works on at once; more wait without taking a turn from "
+        "cheap requests",
     )
     max_active_runs_per_user: int = Field(
         10_000, ge=1, description="queued plus running runs one user may have at a time"

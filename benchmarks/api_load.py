@@ -19,6 +19,24 @@ reports progress about once a second and stores results, so the database changes
 readers as it does in use. Each read phase then prints how many transactions wrote anywhere in
 the database cluster meanwhile (PostgreSQL).
 
+`--mix` replaces the /runs read phases with what a user opens, the issue's "holds under load"
+mix: the seven routes below, round robin (`MIX_ROUTES`), every client going through them in turn
+(`/auth/me`, run table page 1, a filtered and sorted page, `/runs/groups` over every run, a run
+detail, a CSV export of about 1,000 rows and a dashboard's chart data). It prints, in one run:
+`/auth/me` alone, then the mix with each route's throughput and p50/p95/p99, then /runs pages
+never asked before, and whether the targets are met (the mix at >= 50 requests/s with p99 < 2 s,
+/auth/me p99 < 200 ms during it, new pages at >= 50% of the /auth/me-alone throughput).
+
+    python benchmarks/api_load.py --mix --writer --max-seconds 60 --requests 1000000 \
+        --database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench \
+        --broker-url redis://127.0.0.1:6379/14
+
+Measured on a 2-core machine shared with other work (load average 10-14 meanwhile), PostgreSQL,
+`--mix --writer`, 50 clients, 60 s: before the seed groups moved into the database and the heavy
+reads were limited, 3.1 requests/s with p50 12-23 s on every route, /auth/me included; after, with
+`--workers 2`, 12.2 requests/s (/auth/me alone: 273/s), cheap routes p50 0.1-0.2 s and heavy
+ones 6.5-8.8 s, waiting their turn. `heavy_reads.py` gives each route's CPU cost alone.
+
 `--read-cache on,off` (PostgreSQL) starts one API server per setting of the snapshot read cache
 (`ORRERY_READ_CACHE_ENTRIES`, 0 for off) on the same database, and runs every read phase
 against them in turn, alternating, `--rounds` times each: both see the same data and the same
@@ -54,6 +72,7 @@ WRITER_SPEC = {
     "accelerators": ["edge"],
 }
 CACHE_ENTRIES = {"on": "256", "off": "0"}
+CLIENT_TIMEOUT = 60  # seconds; a request not answered by then is counted as given up
 SPEC = {
     "name": "load",
     "training": {"model": "mlp", "dataset": "digits", "epochs": 1},
@@ -105,8 +124,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def hammer(base: str, clients: int, requests: int, make, deadline: float) -> list[float]:
+async def hammer(
+    base: str,
+    clients: int,
+    requests: int,
+    make,
+    deadline: float,
+    routes: dict[str, list[float]] | None = None,
+) -> list[float]:
     """`requests` calls spread over `clients` concurrent clients; latency of each, seconds.
+    With `routes`, each latency is also added to the list of its request's label (`make` then
+    returns a fourth item, the label).
 
     The load comes from aiohttp, which spends about a third of httpx's CPU per request: on a
     small machine the load generator shares the cores with the server, and a heavy client
@@ -114,23 +142,34 @@ async def hammer(base: str, clients: int, requests: int, make, deadline: float) 
     """
     latencies: list[float] = []
     counter = iter(range(requests))
+    timeouts: dict[str, int] = {}
 
     async def client_loop(session: aiohttp.ClientSession) -> None:
         for i in counter:
             if time.monotonic() > deadline:
                 return
-            method, path, kwargs = make(i)
+            method, path, kwargs, *label = make(i)
             started = time.perf_counter()
-            async with session.request(method, path, **kwargs) as response:
-                body = await response.read()
+            try:
+                async with session.request(method, path, **kwargs) as response:
+                    body = await response.read()
+            except TimeoutError:  # counted, not a latency: the client gave up at the timeout
+                timeouts[label[0] if label else path] = (
+                    timeouts.get(label[0] if label else path, 0) + 1
+                )
+                continue
             latencies.append(time.perf_counter() - started)
+            if routes is not None:
+                routes.setdefault(label[0], []).append(latencies[-1])
             if response.status >= 400:
                 raise RuntimeError(f"{method} {path}: HTTP {response.status} {body[:200]!r}")
 
     connector = aiohttp.TCPConnector(limit=clients)
-    timeout = aiohttp.ClientTimeout(total=30)
+    timeout = aiohttp.ClientTimeout(total=CLIENT_TIMEOUT)
     async with aiohttp.ClientSession(base, connector=connector, timeout=timeout) as session:
         await asyncio.gather(*(client_loop(session) for _ in range(clients)))
+    if timeouts:
+        print(f"  requests given up after {CLIENT_TIMEOUT} s: {timeouts}")
     return latencies
 
 
@@ -239,6 +278,9 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=2, help="turns per server in each compared phase"
     )
+    parser.add_argument(
+        "--mix", action="store_true", help="the issue's mix of what a user opens (MIX_ROUTES)"
+    )
     args = parser.parse_args()
     settings = args.read_cache.split(",") if args.read_cache else []
     if any(name not in CACHE_ENTRIES for name in settings):
@@ -299,6 +341,9 @@ def main() -> None:
         if settings:
             compare_read_cache(bases, args, database_url)
             return
+        if args.mix:
+            user_mix(base, args)
+            return
         # The floor of the stack on this machine: the same server, routing and authentication,
         # and a two-query answer about the caller instead of a page of runs.
         load = (base, args.clients, args.requests)
@@ -320,6 +365,92 @@ def main() -> None:
             process.terminate()
         for process in processes:
             process.wait(timeout=60)
+
+
+MIX_ROUTES = (
+    "/auth/me",
+    "/runs page 1",
+    "/runs filtered, sorted",
+    "/runs/groups",
+    "/runs/{id}",
+    "/runs/export (csv)",
+    "/dashboards/{id}/data",
+)
+
+
+def mix_requests(base: str) -> tuple[int, object]:
+    """What the mix asks (a dashboard charting the 200 fastest runs is created here), and the
+    number of rows its export has."""
+    api = f"{base}/api/v1"
+    # The export: the ~1,000 runs of highest speedup (the 1,000th run's speedup as the bound).
+    at = httpx.get(f"{api}/runs", params={"sort": "-speedup", "limit": 1, "offset": 999}).json()
+    threshold = at["items"][0]["speedup"]
+    export = {"format": "csv", "range": f"speedup:{threshold}:", "sort": "-speedup"}
+    rows = httpx.get(f"{api}/runs", params={"range": export["range"], "limit": 1}).json()["total"]
+    run_ids = [
+        item["id"] for item in httpx.get(f"{api}/runs", params={"limit": 500}).json()["items"]
+    ]
+    config = {"filters": {"sort": "-speedup"}}
+    answer = httpx.post(f"{api}/dashboards", json={"name": "load", "config": config}, timeout=30)
+    answer.raise_for_status()
+    dashboard = answer.json()["id"]
+    asked: list[tuple[str, dict]] = [
+        ("/api/v1/auth/me", {}),
+        ("/api/v1/runs", {"params": {"limit": 50}}),
+        ("/api/v1/runs", {"params": {"limit": 50, "technique": "mercury", "sort": "-speedup"}}),
+        ("/api/v1/runs/groups", {}),
+        ("", {}),  # a run detail, a different run each time
+        ("/api/v1/runs/export", {"params": export}),
+        (f"/api/v1/dashboards/{dashboard}/data", {}),
+    ]
+
+    def make(i: int) -> tuple[str, str, dict, str]:
+        # Round robin: the i-th request (over all clients) asks route i % 7.
+        route = i % len(MIX_ROUTES)
+        path, kwargs = asked[route]
+        if not path:
+            path = f"/api/v1/runs/{run_ids[(i // len(MIX_ROUTES)) % len(run_ids)]}"
+        return "GET", path, kwargs, MIX_ROUTES[route]
+
+    return rows, make
+
+
+def user_mix(base: str, args: argparse.Namespace) -> None:
+    """/auth/me alone, the mix per route, then pages never asked before; and the targets."""
+    load = (base, args.clients, args.requests)
+    print(f"load average before the phases: {os.getloadavg()}")
+    started = time.perf_counter()
+    alone = phase("GET /auth/me alone", *load, lambda i: ("GET", "/api/v1/auth/me", {}),
+                  args.max_seconds)  # fmt: skip
+    alone_rate = len(alone) / (time.perf_counter() - started)
+    rows, make = mix_requests(base)
+    print(f"mix: {', '.join(MIX_ROUTES)} round robin; the export has {rows} rows")
+    routes: dict[str, list[float]] = {}
+    started = time.perf_counter()
+    latencies = asyncio.run(
+        hammer(base, args.clients, args.requests, make, time.monotonic() + args.max_seconds,
+               routes)
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    for name in MIX_ROUTES:
+        report(f"  mix: GET {name}", routes.get(name, []), seconds)
+    report(f"mix, all routes ({args.clients} clients)", latencies, seconds)
+    print(f"load average after the mix: {os.getloadavg()}")
+    started = time.perf_counter()
+    new = phase("GET /runs, pages never asked before", *load, new_query, args.max_seconds)
+    new_rate = len(new) / (time.perf_counter() - started)
+    mix_rate = len(latencies) / seconds
+    me = routes.get(MIX_ROUTES[0], [])
+    checks = {
+        "mix >= 50 requests/s": mix_rate >= 50,
+        "mix p99 < 2 s": bool(latencies) and percentile(latencies, 0.99) < 2.0,
+        "/auth/me p99 < 200 ms during the mix": bool(me) and percentile(me, 0.99) < 0.2,
+        "new pages >= 50% of /auth/me alone": new_rate >= 0.5 * alone_rate,
+    }
+    print(
+        f"new pages at {new_rate / alone_rate:.0%} of /auth/me alone; targets: "
+        + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in checks.items())
+    )
 
 
 def new_query(i: int) -> tuple[str, str, dict]:

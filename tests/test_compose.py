@@ -25,10 +25,21 @@ def test_api_and_worker_are_wired_to_postgres_and_redis() -> None:
 def test_api_migrates_before_serving_and_waits_for_healthy_services() -> None:
     api = SERVICES["api"]
     command = " ".join(api["command"])
-    assert command.index("orrery migrate") < command.index("uvicorn")
+    # `orrery serve` migrates before it starts uvicorn; the workers train in their own service.
+    assert "orrery serve --no-with-worker" in command
+    assert "--host 0.0.0.0 --port 8000" in command
     assert api["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert api["depends_on"]["redis"]["condition"] == "service_healthy"
     assert "/api/v1/health" in " ".join(api["healthcheck"]["test"])
+
+
+def test_api_runs_several_processes() -> None:
+    # On PostgreSQL the API serves from several processes, so a heavy read (an export, the
+    # seed groups) takes one core and not every request's turn; the count is a variable.
+    command = SERVICES["api"]["command"]
+    workers = command[command.index("--workers") + 1]
+    # compose fills in ${ORRERY_API_WORKERS:-4}: the variable, or 4
+    assert workers.startswith("${ORRERY_API_WORKERS:-") and int(workers[22:-1]) > 1
 
 
 def test_every_service_has_a_healthcheck() -> None:

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import create_engine, inspect, text
 
+from backend.analysis.groups import group_key
 from backend.db import migrate
 from backend.db.models import Base
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
@@ -291,4 +292,57 @@ def test_0016_fills_seconds_from_the_stored_summary(
     migrate.downgrade(url, "0013")
     with engine.connect() as connection:
         assert "seconds" not in {c["name"] for c in inspect(connection).get_columns("runs")}
+    engine.dispose()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_0015_backfills_the_group_key(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'orrery.db'}"
+        if database == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    migrate.upgrade(url, "0013")
+    engine = create_engine(url)
+    runs = sa.table(
+        "runs", *(sa.column(name) for name in _RUN_COLUMNS),
+        sa.column("technique_params", sa.JSON), sa.column("training_config", sa.JSON),
+        sa.column("accelerator_config", sa.JSON), sa.column("params", sa.JSON),
+        sa.column("baseline_hardware"),
+    )  # fmt: skip
+    accelerator = PRESETS["edge"].model_dump()
+    techniques = [{"name": "mercury", "signature_bits": 16}]
+    configs = [
+        ({"model": "mlp", "seed": 0}, "dense"),
+        ({"model": "mlp", "seed": 1}, "dense"),
+        ({"model": "mlp", "seed": 0}, "same"),
+        ({"model": "cnn", "seed": 0}, "dense"),
+    ]
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO experiments (id, name, spec, status, tags, notes) "
+                "VALUES (1, 'e', '{}', 'done', '[]', '')"
+            )
+        )
+        for i, (config, hardware) in enumerate(configs, 1):
+            connection.execute(
+                runs.insert().values(
+                    id=i, experiment_id=1, is_baseline=False, technique="mercury", model="mlp",
+                    dataset="digits", accelerator_name="edge", seed=config["seed"],
+                    status="done", progress=1.0, technique_params=techniques,
+                    training_config=config, accelerator_config=accelerator, params={},
+                    baseline_hardware=hardware,
+                )
+            )  # fmt: skip
+    migrate.upgrade(url)
+    with engine.connect() as connection:
+        keys = list(connection.scalars(text("SELECT group_key FROM runs ORDER BY id")))
+    assert keys == [group_key(c, techniques, accelerator, hw) for c, hw in configs]
+    assert keys[0] == keys[1] and len(set(keys)) == 3  # only the seed differs between 1 and 2
+    migrate.downgrade(url, "0013")
+    with engine.connect() as connection:
+        assert "group_key" not in {c["name"] for c in inspect(connection).get_columns("runs")}
     engine.dispose()

@@ -4,7 +4,9 @@ and a Student-t confidence interval.
 The group key is the one definition of "the same design point": a hash of the run's training
 config without its seed, its technique settings, its accelerator config (with the extensions the
 run uses) and, where a run records it, its baseline hardware. The API's grouped endpoint, the
-CSV export's `group` column and the dashboard all use `group_key`.
+CSV export's `group` column and the dashboard all use `group_key`; it is computed once, when an
+experiment is expanded, and stored with each run (`runs.group_key`, indexed) so that the database
+groups by it.
 
 Per group and metric, the interval is mean +- t(1 - alpha/2, n - 1) * s / sqrt(n), s the sample
 standard deviation over the runs: the seeds are the samples. A group of one run has a mean but
@@ -21,8 +23,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from scipy import stats
 
 CONFIDENCE = 0.95
 
@@ -72,9 +72,19 @@ def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimat
     n = len(values)
     if n == 0:
         return None
-    mean = statistics.fmean(values)
-    if n == 1:
-        return Estimate(1, mean, None, None, None)
-    sd = statistics.stdev(values)
+    return estimate_from(n, statistics.fmean(values), statistics.stdev(values) if n > 1 else None)
+
+
+def estimate_from(
+    n: int, mean: float | None, sd: float | None, confidence: float = CONFIDENCE
+) -> Estimate | None:
+    """The estimate of `n` values from their mean and sample standard deviation (as a database
+    computes them): the Student-t interval is added here."""
+    if n == 0 or mean is None:
+        return None
+    if n == 1 or sd is None:
+        return Estimate(n, mean, None, None, None)
+    from scipy import stats  # imported when first needed: expansion uses this module too
+
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(n, mean, sd, mean - half, mean + half)

@@ -38,8 +38,22 @@ from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
 # Read-only endpoints whose answers depend only on the request, the caller and the database.
-CACHED_READS = (f"{API_PREFIX}/runs", f"{API_PREFIX}/runs/compare", f"{API_PREFIX}/runs/pareto")
+CACHED_READS = (
+    f"{API_PREFIX}/runs",
+    f"{API_PREFIX}/runs/compare",
+    f"{API_PREFIX}/runs/pareto",
+    f"{API_PREFIX}/runs/groups",
+    f"{API_PREFIX}/runs/summary",
+)
+# The same, with an id in the path: a dashboard's chart data (its config is in the database).
+CACHED_READ_PATTERNS = re.compile(rf"{API_PREFIX}/dashboards/[^/]+/data")
 EVENT_STREAMS = re.compile(rf"{API_PREFIX}/experiments/[^/]+/events")
+# Reads whose work grows with the runs they cover (every run matching the filters, or a
+# dashboard's runs with their layers and epochs): a few at a time (ConcurrencyLimit).
+HEAVY_READS = re.compile(
+    rf"{API_PREFIX}/(runs/(groups|summary|pareto|export)|dashboards/[^/]+/data|chart-data"
+    r"|shared/[^/]+)$"
+)
 
 
 @asynccontextmanager
@@ -94,10 +108,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.celery = make_celery(settings, name="orrery-api", sender=True)
     app.state.read_cache = SnapshotCache(settings.read_cache_entries)
     # The last added runs first: cached answers need no slot, and a slow upload holds none.
-    app.add_middleware(ConcurrencyLimit, limit=settings.api_concurrency, exempt=EVENT_STREAMS)
+    app.add_middleware(
+        ConcurrencyLimit,
+        limit=settings.api_concurrency,
+        exempt=EVENT_STREAMS,
+        heavy=HEAVY_READS,
+        heavy_limit=settings.api_heavy_concurrency,
+    )
     app.add_middleware(RefuseLoneSurrogates)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(CachedReads, paths=CACHED_READS)
+    app.add_middleware(CachedReads, paths=CACHED_READS, patterns=CACHED_READ_PATTERNS)
     app.add_middleware(PageHeaders)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()

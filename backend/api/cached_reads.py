@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import time
 from collections.abc import Collection, Hashable
 from dataclasses import dataclass
@@ -65,15 +66,19 @@ def credentials(scope: Scope) -> bytes:
 
 
 class CachedReads:
-    """ASGI middleware serving GET requests to `paths` from the app's snapshot cache."""
+    """ASGI middleware serving GET requests to `paths` (or matching `patterns` whole) from the
+    app's snapshot cache."""
 
-    def __init__(self, app: ASGIApp, paths: Collection[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, paths: Collection[str], patterns: re.Pattern[str] | None = None
+    ) -> None:
         self.app = app
         self.paths = frozenset(paths)
+        self.patterns = patterns
         self._in_flight: dict[tuple[Hashable, str], asyncio.Future[StoredAnswer | None]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in self.paths:
+        if scope["type"] != "http" or scope["method"] != "GET" or not self._cached(scope["path"]):
             await self.app(scope, receive, send)
             return
         state = scope["app"].state
@@ -91,6 +96,11 @@ class CachedReads:
             await answer.send(send)
             return
         await self._compute(scope, receive, send, key, before, cache, reader)
+
+    def _cached(self, path: str) -> bool:
+        return path in self.paths or (
+            self.patterns is not None and self.patterns.fullmatch(path) is not None
+        )
 
     async def _compute(
         self,

@@ -10,7 +10,6 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
-from backend.analysis.groups import run_group_key
 from backend.analysis.pareto import front_2d
 from backend.api.access import Viewer, visible_to
 from backend.api.schemas import RunMeasuresOut
@@ -93,7 +92,7 @@ def _chart_run(
     return ChartRun(
         **{name: getattr(run, name) for name in RUN_FIELDS},
         did_not_learn=run.did_not_learn,
-        group=run_group_key(run),
+        group=run.group_key,
         baseline_accuracy=reference,
         accuracy_drop=drop,
         on_front=False,

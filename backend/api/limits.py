@@ -71,7 +71,9 @@ class BodySizeLimit:
 
 
 class ConcurrencyLimit:
-    """At most `limit` requests at work in the app at once; the rest wait their turn.
+    """At most `limit` requests at work in the app at once; the rest wait their turn. Of them,
+    at most `heavy_limit` are heavy reads (paths matching `heavy`: aggregates over every run,
+    exports, chart data), which wait for a heavy turn before they take a slot.
 
     Without it a burst of requests deadlocks the process: each request keeps its database
     session, and so a pooled connection, between its dependencies and its endpoint, which run
@@ -79,16 +81,34 @@ class ConcurrencyLimit:
     every thread by a request waiting for a connection, nothing moves. Bounded below both,
     every request admitted gets its connection and its thread. Long-lived streams matching
     `exempt` are not counted: they hold neither between their polls.
+
+    Heavy reads wait outside the slots: however many of them are asked at once, at most
+    `heavy_limit` hold a slot (and a thread, and a connection), and the other slots are left
+    to cheap requests, which then never queue behind a backlog of exports and aggregates (a
+    heavy request takes tens to hundreds of milliseconds of CPU, a cheap one a few).
     """
 
-    def __init__(self, app: ASGIApp, limit: int, exempt: re.Pattern[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        exempt: re.Pattern[str],
+        heavy: re.Pattern[str] | None = None,
+        heavy_limit: int = 1,
+    ) -> None:
         self.app = app
         self.exempt = exempt
+        self.heavy = heavy
         self._slots = asyncio.Semaphore(limit)
+        self._heavy_slots = asyncio.Semaphore(min(heavy_limit, limit))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.exempt.match(scope["path"]):
             await self.app(scope, receive, send)
+            return
+        if self.heavy is not None and self.heavy.match(scope["path"]):
+            async with self._heavy_slots, self._slots:
+                await self.app(scope, receive, send)
             return
         async with self._slots:
             await self.app(scope, receive, send)

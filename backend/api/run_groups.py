@@ -1,68 +1,164 @@
 """Runs grouped by `group_key` (all but the seed equal), each metric as a mean with its
-confidence interval; only runs the user may see, filtered like the run list."""
+confidence interval; only runs the user may see, filtered like the run list.
+
+Model: the database does the grouping. Each run stores its group key (`runs.group_key`,
+indexed, computed at expansion), and one GROUP BY over the visible, filtered runs gives per
+group and metric n, the mean and the sample standard deviation of the finished runs' values;
+the Student-t interval is added in Python (`backend.analysis.groups.estimate_from`). A second
+query reads only (group key, id, seed) of the same runs in id order for each group's run ids
+and seeds, and a third the describing columns of each group's first run. Nothing reads the
+runs' JSON configs. tests/pipeline/test_run_groups.py checks the answers against the Python
+reference (`estimate` over each group's values) on random groups, on both databases.
+
+Open choices: on PostgreSQL `avg` and `stddev_samp` in one hashed pass; SQLite has no standard
+deviation, so there the mean is a window average over the group and the squared deviations from
+it are summed in a second pass (sd = sqrt(ss / (n - 1)), taken in Python: SQLite may lack sqrt);
+a one-pass sum of squares minus n * mean^2 would lose precision. The member lists come from a
+narrow query rather than `array_agg`, which SQLite lacks.
+"""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import case
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session, aliased
 
-from backend.analysis.groups import estimate, group_key
+from backend.analysis.groups import estimate_from
 from backend.api.run_query import RunFilters, filtered_runs
 from backend.api.schemas import EstimateOut, RunGroup
 from backend.db.models import Run, User
 
-_COLUMNS = (
-    Run.id, Run.seed, Run.technique, Run.model, Run.dataset, Run.accelerator_name,
-    Run.is_baseline, Run.status, Run.params, Run.training_config, Run.technique_params,
-    Run.accelerator_config, Run.accuracy, Run.speedup, Run.energy_ratio, Run.did_not_learn,
-    Run.baseline_hardware, Run.seconds, Run.seconds_per_step, Run.energy_pj, Run.area_mm2,
+DESCRIBING = (
+    Run.id,
+    Run.technique,
+    Run.model,
+    Run.dataset,
+    Run.accelerator_name,
+    Run.is_baseline,
+    Run.baseline_hardware,
+    Run.params,
+)
+METRICS = (
+    "accuracy", "accuracy_delta", "speedup", "energy_ratio",
+    "seconds", "seconds_per_step", "energy_pj", "energy_delay", "area_mm2",
 )  # fmt: skip
+
+
+def _metric_values(baseline: Any) -> dict[str, ColumnElement[Any]]:
+    """Each metric of a finished run (NULL for the others); `baseline` is the run's baseline,
+    for the accuracy delta: a baseline run is its own reference (delta 0)."""
+    done = Run.status == "done"
+    reference_accuracy = case((Run.is_baseline, Run.accuracy), else_=baseline.accuracy)
+    return {
+        "accuracy": case((done, Run.accuracy)),
+        "accuracy_delta": case((done, Run.accuracy - reference_accuracy)),
+        "speedup": case((done, Run.speedup)),
+        "energy_ratio": case((done, Run.energy_ratio)),
+        "seconds": case((done, Run.seconds)),
+        "seconds_per_step": case((done, Run.seconds_per_step)),
+        "energy_pj": case((done, Run.energy_pj)),
+        "energy_delay": case((done, Run.energy_pj * Run.seconds)),  # pJ·s
+        "area_mm2": case((done, Run.area_mm2)),
+    }
 
 
 def run_groups(db: Session, user: User, filters: RunFilters) -> list[RunGroup]:
     """Groups of the visible runs matching the filters, in the order of their first run."""
     baseline = aliased(Run)
-    # A baseline run is its own reference: accuracy delta 0.
-    reference_accuracy = case((Run.is_baseline, Run.accuracy), else_=baseline.accuracy)
-    columns = [*_COLUMNS, reference_accuracy.label("reference_accuracy")]
-    query = (
-        filtered_runs(db, user, filters, columns[0])
-        .add_columns(*columns[1:])
-        .outerjoin(baseline, baseline.id == Run.baseline_run_id)
-        .order_by(Run.id)
+    values = _metric_values(baseline)
+    key = Run.group_key
+    runs = filtered_runs(db, user, filters, key.label("key")).outerjoin(
+        baseline, baseline.id == Run.baseline_run_id
     )
-    members: dict[str, list[Any]] = defaultdict(list)
-    for row in db.execute(query).mappings():
-        key = group_key(
-            row["training_config"],
-            row["technique_params"],
-            row["accelerator_config"],
-            row["baseline_hardware"],
+    counts = [
+        func.min(Run.id).label("first"),
+        func.sum(case((Run.status == "done", 1), else_=0)).label("done"),
+        func.sum(case((Run.did_not_learn.is_(True), 1), else_=0)).label("did_not_learn"),
+    ]
+    if db.get_bind().dialect.name == "postgresql":
+        # One pass, hashed by key; PostgreSQL's float8 avg and stddev_samp are accurate
+        # (Youngs-Cramer), not a sum of squares minus n * mean^2.
+        query = runs.add_columns(
+            *counts,
+            *(func.count(value).label(f"{name}_n") for name, value in values.items()),
+            *(func.avg(value).label(f"{name}_mean") for name, value in values.items()),
+            *(func.stddev_samp(value).label(f"{name}_sd") for name, value in values.items()),
+        ).group_by(key)
+        summaries = db.execute(query.order_by(func.min(Run.id))).mappings().all()
+    else:
+        summaries = _two_pass(db, runs, values)
+    if not summaries:
+        return []
+
+    members: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for group, run_id, seed in db.execute(
+        filtered_runs(db, user, filters, key).add_columns(Run.id, Run.seed).order_by(Run.id)
+    ):
+        members[group].append((run_id, seed))
+    firsts = {
+        row["id"]: row
+        for row in db.execute(
+            select(*DESCRIBING).where(Run.id.in_([s["first"] for s in summaries]))
+        ).mappings()
+    }
+    return [
+        _group(summary, firsts[summary["first"]], members[summary["key"]]) for summary in summaries
+    ]
+
+
+def _two_pass(db: Session, runs: Any, values: dict[str, ColumnElement[Any]]) -> list[Any]:
+    """The group figures where the database has no accurate standard deviation (SQLite): the
+    mean as a window average over the group, then the squared deviations from it summed."""
+    rows = runs.add_columns(
+        Run.id.label("id"),
+        case((Run.status == "done", 1), else_=0).label("done"),
+        case((Run.did_not_learn.is_(True), 1), else_=0).label("did_not_learn"),
+        *(value.label(name) for name, value in values.items()),
+        *(
+            func.avg(value).over(partition_by=Run.group_key).label(f"{name}_mean")
+            for name, value in values.items()
+        ),
+    ).subquery()
+    spread = {name: rows.c[name] - rows.c[f"{name}_mean"] for name in METRICS}
+    summaries = db.execute(
+        select(
+            rows.c.key,
+            func.min(rows.c.id).label("first"),
+            func.sum(rows.c.done).label("done"),
+            func.sum(rows.c.did_not_learn).label("did_not_learn"),
+            *(func.count(rows.c[name]).label(f"{name}_n") for name in METRICS),
+            *(func.max(rows.c[f"{name}_mean"]).label(f"{name}_mean") for name in METRICS),
+            *(func.sum(spread[name] * spread[name]).label(f"{name}_ss") for name in METRICS),
         )
-        members[key].append(row)
-    return [_summary(key, rows) for key, rows in members.items()]
+        .group_by(rows.c.key)
+        .order_by(func.min(rows.c.id))
+    ).mappings()
+    out = []
+    for summary in summaries:
+        row = dict(summary)
+        for name in METRICS:
+            n, ss = int(row[f"{name}_n"]), row.pop(f"{name}_ss")
+            row[f"{name}_sd"] = math.sqrt(max(float(ss), 0.0) / (n - 1)) if n > 1 else None
+        out.append(row)
+    return out
 
 
-def _estimate(values: Sequence[float | None]) -> EstimateOut | None:
-    found = estimate([v for v in values if v is not None])
+def _estimate(summary: Any, name: str) -> EstimateOut | None:
+    n = int(summary[f"{name}_n"])
+    sd = summary[f"{name}_sd"]
+    sd = float(sd) if n > 1 and sd is not None else None
+    mean = summary[f"{name}_mean"]
+    found = estimate_from(n, float(mean) if mean is not None else None, sd)
     return EstimateOut(**asdict(found)) if found is not None else None
 
 
-def _summary(key: str, rows: list[Any]) -> RunGroup:
-    first = rows[0]
-    done = [row for row in rows if row["status"] == "done"]
-    deltas = [
-        row["accuracy"] - row["reference_accuracy"]
-        for row in done
-        if row["accuracy"] is not None and row["reference_accuracy"] is not None
-    ]
+def _group(summary: Any, first: Any, runs: list[tuple[int, int]]) -> RunGroup:
     return RunGroup(
-        key=key,
+        key=summary["key"],
         technique=first["technique"],
         model=first["model"],
         dataset=first["dataset"],
@@ -70,24 +166,9 @@ def _summary(key: str, rows: list[Any]) -> RunGroup:
         is_baseline=first["is_baseline"],
         baseline_hardware=first["baseline_hardware"],
         params={k: v for k, v in first["params"].items() if k != "seed"},
-        run_ids=[row["id"] for row in rows],
-        seeds=[row["seed"] for row in rows],
-        done=len(done),
-        did_not_learn=sum(1 for row in rows if row["did_not_learn"]),
-        accuracy=_estimate([row["accuracy"] for row in done]),
-        accuracy_delta=_estimate(deltas),
-        speedup=_estimate([row["speedup"] for row in done]),
-        energy_ratio=_estimate([row["energy_ratio"] for row in done]),
-        seconds=_estimate([row["seconds"] for row in done]),
-        seconds_per_step=_estimate([row["seconds_per_step"] for row in done]),
-        energy_pj=_estimate([row["energy_pj"] for row in done]),
-        energy_delay=_estimate([_energy_delay(row) for row in done]),
-        area_mm2=_estimate([row["area_mm2"] for row in done]),
+        run_ids=[run_id for run_id, _ in runs],
+        seeds=[seed for _, seed in runs],
+        done=int(summary["done"]),
+        did_not_learn=int(summary["did_not_learn"]),
+        **{name: _estimate(summary, name) for name in METRICS},
     )
-
-
-def _energy_delay(row: Any) -> float | None:
-    """Energy-delay product (pJ·s) of one run, None without both."""
-    if row["energy_pj"] is None or row["seconds"] is None:
-        return None
-    return float(row["energy_pj"]) * float(row["seconds"])

@@ -4,7 +4,8 @@ Model: each reads the service settings (backend/settings.py) and acts on this ma
 upgrades the schema once; `worker` replaces itself with a Celery worker; `serve` migrates, then
 runs the API under uvicorn beside a worker it restarts whenever it dies; `reconcile` makes one
 reconciler pass, or one per interval. Open choice: `worker` execs Celery (the process becomes
-the worker) while `serve` keeps its worker as a child.
+the worker) while `serve` keeps its worker as a child; `serve --workers N` on SQLite is allowed
+with a warning (README: several API processes suit PostgreSQL only).
 """
 
 from __future__ import annotations
@@ -62,7 +63,12 @@ def serve(
     host: Annotated[str | None, typer.Option(help="address to bind")] = None,
     port: Annotated[int | None, typer.Option(help="port to bind")] = None,
     with_worker: Annotated[bool, typer.Option(help="also start a worker process")] = True,
-    workers: Annotated[int, typer.Option(min=1, max=64, help="API processes")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, max=64, help="API processes: about one per core on PostgreSQL; 1 on SQLite"
+        ),
+    ] = 1,
 ) -> None:
     """Migrate, then run the API and a worker (embedded defaults need no external server)."""
     import uvicorn
@@ -76,6 +82,12 @@ def serve(
     if with_worker:  # restarted whenever it dies
         supervisor = Supervisor(worker_command(settings.worker_concurrency, "WARNING"))
         supervisor.start()
+    if workers > 1 and settings.effective_database_url.startswith("sqlite"):
+        # SQLite has one writer at a time for the whole file: processes would queue on its lock.
+        console.print(
+            f"[yellow]{workers} API processes on SQLite: writes wait on the file's lock and may "
+            "fail with 'database is locked'; use PostgreSQL for several processes[/]"
+        )
     mode = "embedded (SQLite, no external server)" if settings.is_embedded else "external services"
     if settings.single_user_mode:
         mode += "; SINGLE-USER: no login, every request acts as the local user"

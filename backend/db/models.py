@@ -212,6 +212,19 @@ class WorkerHeartbeat(Base):
     beat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
+def _inserted_group_key(context: Any) -> str:
+    """The group key of a run inserted without one, from the configs of the insert."""
+    from backend.analysis.groups import group_key
+
+    row = context.get_current_parameters()
+    return group_key(
+        row["training_config"],
+        row["technique_params"],
+        row["accelerator_config"],
+        row.get("baseline_hardware") or "dense",
+    )
+
+
 class Run(RunMeasureColumns, Base):
     """One design point: a training simulated on one accelerator config. Its measures
     (accuracy, cycles, energy, MACs, speedup, ...) are columns from `RunMeasureColumns`."""
@@ -225,6 +238,7 @@ class Run(RunMeasureColumns, Base):
         Index("ix_runs_speedup", "speedup"),
         Index("ix_runs_accuracy", "accuracy"),
         Index("ix_runs_training", "training_id"),
+        Index("ix_runs_group_key", "group_key"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -246,6 +260,9 @@ class Run(RunMeasureColumns, Base):
     baseline_hardware: Mapped[str] = mapped_column(
         String(8), default="dense", server_default="dense"
     )
+    # Runs equal but for the seed share it (backend.analysis.groups.group_key of the configs):
+    # computed at expansion, or from the inserted configs when an insert leaves it out.
+    group_key: Mapped[str] = mapped_column(String(32), default=_inserted_group_key)
     status: Mapped[str] = mapped_column(String(16), default="queued")
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     error: Mapped[str | None] = mapped_column(Text)

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from backend.analysis.groups import group_key
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.experiment import BaselineHardware, ExperimentSpec, Scalar, SweepAxis
 from backend.specs.recipes import resolve_recipe
@@ -73,6 +74,8 @@ class RunPlan:
     params: dict[str, Any]
     # A technique run: the baseline it is compared with. A baseline run: the hardware it models.
     baseline_hardware: BaselineHardware = "dense"
+    # Shared by the runs equal to this one but for the seed (backend.analysis.groups.group_key).
+    group_key: str = ""
 
 
 # What a 'same' baseline keeps of its accelerator: the dense training gets the natural
@@ -266,8 +269,12 @@ def expand(spec: ExperimentSpec, max_runs: int) -> Expansion:
         if (key, accelerator_key, baseline_hardware) in seen_runs:
             return
         seen_runs.add((key, accelerator_key, baseline_hardware))
+        training = expansion.trainings[key]
+        seeds = group_key(
+            training.training_config, training.technique_params, hardware, baseline_hardware
+        )
         expansion.runs.append(
-            RunPlan(key, accel["name"], hardware, accelerator_key, params, baseline_hardware)
+            RunPlan(key, accel["name"], hardware, accelerator_key, params, baseline_hardware, seeds)
         )
 
     for point in sweep_points(spec):

@@ -67,6 +67,7 @@ def record_experiment(
             params=plan.params,
             seed=config["seed"],
             baseline_hardware=plan.baseline_hardware,
+            group_key=plan.group_key,
             status="queued",
         )
         db.add(run)

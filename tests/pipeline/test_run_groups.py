@@ -1,17 +1,23 @@
-"""Seeds as statistics: the group key, the Student-t intervals and GET /runs/groups (PostgreSQL)."""
+"""Seeds as statistics: the group key, the Student-t intervals and GET /runs/groups (PostgreSQL;
+the database's grouping also on SQLite, against the Python reference)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
+import random
 import statistics
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from backend.analysis.groups import estimate, group_key
+from backend.analysis.groups import estimate, group_key, run_group_key
+from backend.api.app import create_app
+from backend.db import migrate
 from backend.db.models import Run
 from backend.db.session import session_scope
 from backend.settings import Settings
@@ -181,3 +187,135 @@ def test_groups_follow_the_run_filters(api: TestClient, pg_settings: Settings) -
     ).json()
     assert {g["technique"] for g in only} == {"mercury"} and len(only) == 2
     assert api.get("/api/v1/runs/groups", params={"sort": "-bogus"}).status_code == 422
+
+
+def test_stored_group_keys_are_the_keys_of_the_configs(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    """The key stored at expansion is `group_key` of the run's stored configs, for technique
+    runs and both kinds of baseline."""
+    spec = {**SPEC, "baseline_hardware": "same", "accelerators": ["edge", "mercury-like"]}
+    experiment = api.post("/api/v1/experiments", json=spec).json()
+    with session_scope(pg_settings.effective_database_url) as db:
+        runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
+        assert len(runs) > 12
+        assert all(run.group_key == run_group_key(run) for run in runs)
+        assert len({run.group_key for run in runs}) == len(runs) // 3  # three seeds each
+
+
+def _reference_groups(runs: list[Run]) -> list[dict]:
+    """/runs/groups computed the slow way: every run's key from its configs, grouped in Python,
+    each metric through `estimate` (the reference the database's GROUP BY must match)."""
+    by_id = {run.id: run for run in runs}
+    members: dict[str, list[Run]] = {}
+    for run in sorted(runs, key=lambda run: run.id):
+        members.setdefault(run_group_key(run), []).append(run)
+    out = []
+    for key, group in members.items():
+        done = [run for run in group if run.status == "done"]
+        deltas = []
+        for run in done:
+            reference = run if run.is_baseline else by_id.get(run.baseline_run_id)
+            base = reference.accuracy if reference is not None else None
+            if run.accuracy is not None and base is not None:
+                deltas.append(run.accuracy - base)
+
+        def figures(values: list[float | None]) -> dict | None:
+            found = estimate([v for v in values if v is not None])
+            return None if found is None else found.__dict__
+
+        out.append(
+            {
+                "key": key,
+                "run_ids": [run.id for run in group],
+                "seeds": [run.seed for run in group],
+                "done": len(done),
+                "did_not_learn": sum(1 for run in group if run.did_not_learn),
+                "accuracy": figures([run.accuracy for run in done]),
+                "accuracy_delta": figures(deltas),
+                "speedup": figures([run.speedup for run in done]),
+                "energy_ratio": figures([run.energy_ratio for run in done]),
+            }
+        )
+    return out
+
+
+def _assert_same_figures(got: dict | None, want: dict | None) -> None:
+    if want is None:
+        assert got is None
+        return
+    assert got is not None and got["n"] == want["n"]
+    for name in ("mean", "sd", "ci_low", "ci_high"):
+        if want[name] is None:
+            assert got[name] is None, name
+        else:
+            assert got[name] == pytest.approx(want[name], rel=1e-9, abs=1e-12), name
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def any_database(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[TestClient, str]]:
+    """The API on PostgreSQL (one GROUP BY with stddev_samp) or on embedded SQLite (two passes)."""
+    if request.param == "postgresql":
+        settings = request.getfixturevalue("pg_settings")
+    else:
+        settings = Settings(data_dir=tmp_path / "data", reconcile_interval=0)
+        settings.ensure_data_dir()
+        migrate.upgrade(settings.effective_database_url)
+    with TestClient(create_app(settings)) as client:
+        yield client, settings.effective_database_url
+
+
+def test_database_groups_match_the_python_reference(any_database: tuple[TestClient, str]) -> None:
+    """Random groups: runs copied from an experiment's with random seeds, configs, statuses and
+    metrics (some missing, some equal within a group, some groups of one), inserted without a
+    key (the model computes it); the database's figures equal those of `estimate`."""
+    api, database_url = any_database
+    experiment = api.post("/api/v1/experiments", json=SPEC).json()
+    rng = random.Random(7)
+    with session_scope(database_url) as db:
+        templates = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
+        skip = {"id", "created_at", "group_key", "baseline_run_id"}
+        columns = [c.key for c in Run.__table__.columns if c.key not in skip]
+        for i in range(400):
+            template = rng.choice(templates)
+            row = {name: getattr(template, name) for name in columns}
+            rate = rng.choice([0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, float(i)])
+            row["training_config"] = {
+                **template.training_config,
+                "learning_rate": rate,
+                "seed": rng.randrange(5),
+            }
+            row["seed"] = row["training_config"]["seed"]
+            row["status"] = rng.choice(["done", "done", "done", "failed", "queued"])
+            row["did_not_learn"] = rng.choice([True, False, None])
+            equal = rate == 0.5  # every run of these groups has the same figures
+            for name, low, high in (
+                ("accuracy", 0.1, 0.99),
+                ("speedup", 0.5, 3.0),
+                ("energy_ratio", 0.3, 1.5),
+            ):
+                value = 0.75 if equal else rng.uniform(low, high)
+                row[name] = None if rng.random() < 0.1 else value
+            row["baseline_run_id"] = (
+                None if row["is_baseline"] else rng.choice([t.id for t in templates])
+            )
+            db.add(Run(**row))
+    with session_scope(database_url) as db:
+        runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
+        assert all(run.group_key == run_group_key(run) for run in runs)
+        reference = _reference_groups(runs)
+    got = api.get("/api/v1/runs/groups", params={"experiment_id": experiment["id"]}).json()
+    assert len(reference) > 30 and any(len(g["run_ids"]) == 1 for g in reference)
+    assert [g["key"] for g in got] == [g["key"] for g in reference]
+    for answer, want in zip(got, reference, strict=True):
+        for field in ("run_ids", "seeds", "done", "did_not_learn"):
+            assert answer[field] == want[field], field
+        for field in ("accuracy", "accuracy_delta", "speedup", "energy_ratio"):
+            _assert_same_figures(answer[field], want[field])
+    # Filters narrow the groups as they narrow the runs.
+    failed = api.get(
+        "/api/v1/runs/groups", params={"experiment_id": experiment["id"], "status": "failed"}
+    ).json()
+    assert all(g["done"] == 0 and g["accuracy"] is None for g in failed) and failed

@@ -219,3 +219,28 @@ def test_snapshot_reads_are_shared_by_concurrent_requests_and_never_older_than_t
     assert sent <= 2, "twenty concurrent callers share one or two queries"
     assert len(together) == 1 and None not in together
     assert before is not None and after is not None and after != before
+
+
+def test_groups_and_dashboard_data_are_cached_until_a_write_and_per_user(
+    client: TestClient, accounts_settings: Settings, world: World
+) -> None:
+    """The heavy reads a dashboard repeats (seed groups, a dashboard's chart data) are cached
+    like /runs: answered with no SQL while nothing is written, computed again after a write,
+    and never given to another user."""
+    made = client.post(
+        "/api/v1/dashboards",
+        json={"name": "d", "config": {"filters": {"sort": "-accuracy"}}},
+        headers=world.alice.auth,
+    )
+    assert made.status_code == 201, made.text
+    paths = ["/api/v1/runs/groups", f"/api/v1/dashboards/{made.json()['id']}/data"]
+    first = {path: client.get(path, headers=world.alice.auth).json() for path in paths}
+    with app_statements(accounts_settings) as statements:
+        assert {path: client.get(path, headers=world.alice.auth).json() for path in paths} == first
+    assert statements == []
+    assert client.get(paths[0], headers=world.bob.auth).json() == []  # sees no runs
+
+    with session_scope(accounts_settings.effective_database_url) as db:
+        db.execute(update(Run).where(Run.id == world.run_ids[0]).values(accuracy=0.99))
+    charted = client.get(paths[1], headers=world.alice.auth).json()["runs"]
+    assert {run["id"]: run["accuracy"] for run in charted}[world.run_ids[0]] == 0.99

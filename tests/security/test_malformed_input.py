@@ -117,9 +117,10 @@ def add_many_runs(database_url: str, owner_id: int) -> None:
             text(
                 "INSERT INTO runs (experiment_id, is_baseline, technique, technique_params, "
                 "model, dataset, training_config, accelerator_name, accelerator_config, params, "
-                "seed, status, progress) "
+                "seed, status, progress, group_key) "
                 "SELECT :e, false, 'baseline', '[]', 'mlp', 'digits', '{}', 'edge', '{}', "
-                "json_build_object('point', i, 'padding', repeat('x', 300)), 0, 'done', 1 "
+                "json_build_object('point', i, 'padding', repeat('x', 300)), 0, 'done', 1, "
+                "'one-group' "
                 "FROM generate_series(1, :n) AS i"
             ),
             {"e": experiment, "n": MANY_RUNS},

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
@@ -24,7 +24,12 @@ from backend.api.access import (
     can_see_workers,
 )
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
-from backend.api.run_export import EXPORT_COLUMNS, csv_cell, export_row, nested_row
+from backend.api.run_export import (
+    EXPORT_COLUMNS,
+    SOURCE_COLUMNS,
+    csv_row,
+    nested_row,
+)
 from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters, filtered_runs, run_filters
 from backend.api.schemas import (
@@ -168,18 +173,20 @@ def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoi
     ]
 
 
-def _export_runs(database_url: str, query: Select[tuple[Run]]) -> Iterator[Run]:
-    """The runs of the export, the first one already read: a query that fails, fails here,
-    before anything is sent, and is answered with its status code like any other request."""
+def _export_runs(database_url: str, query: Select[Any]) -> Iterator[Any]:
+    """The rows of the export, streamed from a server-side cursor (`yield_per`: PostgreSQL sends
+    them 500 at a time, never the whole result at once), the first one already read: a query
+    that fails, fails here, before anything is sent, and is answered with its status code like
+    any other request."""
     session = session_factory(database_url)()
     try:
-        runs = iter(session.scalars(query.execution_options(yield_per=500)))
+        runs = iter(session.execute(query.execution_options(yield_per=500)))
         first = next(runs, None)
     except BaseException:
         session.close()
         raise
 
-    def all_runs() -> Iterator[Run]:
+    def all_runs() -> Iterator[Any]:
         try:
             if first is None:
                 return  # an exhausted result is not asked again
@@ -219,15 +226,18 @@ def export(
 
     Filters are checked and the query started before the answer begins (a bad filter is 422
     like `/runs`); an error after that aborts the answer, its body saying it is incomplete."""
-    query = filtered_runs(db, user, filters).order_by(*filters.order_by())
-    runs = _export_runs(request.app.state.settings.effective_database_url, query)
+    first, *rest = SOURCE_COLUMNS
+    query = filtered_runs(db, user, filters, first).add_columns(*rest)
+    runs = _export_runs(
+        request.app.state.settings.effective_database_url, query.order_by(*filters.order_by())
+    )
 
     def as_csv() -> Iterator[str]:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, EXPORT_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
+        writer = csv.writer(buffer)
+        writer.writerow(EXPORT_COLUMNS)
         for count, run in enumerate(runs, 1):
-            writer.writerow({name: csv_cell(value) for name, value in export_row(run).items()})
+            writer.writerow(csv_row(run))
             if count % 500 == 0:
                 yield buffer.getvalue()
                 buffer.seek(0)

@@ -32,7 +32,7 @@ from typing import Annotated, Any, NamedTuple
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, contains_eager
 
 from backend.api.deps import DbSession
 from backend.api.security import CurrentUser, hash_token, team_ids
@@ -181,15 +181,17 @@ DeletableExperiment = Annotated[Experiment, Depends(deletable_experiment)]
 
 
 def visible_run(run_id: int, db: DbSession, user: CurrentUser) -> Run:
-    """The run; its experiment is loaded with it (`run.experiment` costs no query)."""
-    found = db.execute(
-        select(Run, Experiment)
+    """The run, its experiment loaded into `run.experiment` by the same query: no later lazy
+    load can find the experiment deleted meanwhile (a retry racing a delete)."""
+    run = db.scalars(
+        select(Run)
         .join(Experiment, Experiment.id == Run.experiment_id)
+        .options(contains_eager(Run.experiment))
         .where(Run.id == run_id, visible_to(user, db))
     ).first()
-    if found is None:
+    if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    return found[0]
+    return run
 
 
 VisibleRun = Annotated[Run, Depends(visible_run)]

@@ -85,10 +85,12 @@ def run_training_job(
     on_progress: Callable[[Progress], None] | None = None,
     did_not_learn_margin: float = DID_NOT_LEARN_MARGIN,
     terms: LeaseTerms = LeaseTerms(),
+    on_claimed: Callable[[], None] | None = None,
 ) -> str:
     """Train under a lease, then store everything at once; return what became of the training
     ("done", "failed", "cancelled", "superseded" when its lease was lost, or the status of a
-    training this delivery could not claim)."""
+    training this delivery could not claim). `on_claimed` is called once the claim committed
+    (the training left the broker's backlog: the worker dispatches the next one)."""
     with session_scope(database_url) as db:
         training = db.get(Training, training_id)
         if training is None:
@@ -116,6 +118,8 @@ def run_training_job(
             finish_unsuccessfully(database_url, training_id, None, "cancelled", "cancelled")
             return "cancelled"
         return status
+    if on_claimed is not None:
+        on_claimed()
     try:
         config = TrainingConfig.model_validate(training_config)
         techniques = parse_techniques(technique_params)

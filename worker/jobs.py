@@ -9,10 +9,10 @@ stored workload (a retried run of a finished training).
 Deterministic failures end the training at once, with the real reason: a training config that
 no longer validates, a training that raises ValueError/RuntimeError, and a result that cannot be
 stored because of what it is (`DETERMINISTIC_STORE_ERRORS`: a non-finite simulated figure, an
-accelerator config that does not validate, a value the database refuses). Delivering those again
-would fail the same way, and a delivery that merely died would be taken back by the reconciler
-and, after `max_attempts`, failed as a worker that "stopped sending heartbeats", which would be
-false. Anything else raised while storing (the database away: OperationalError, which the task
+accelerator config that does not validate, an arithmetic error in the simulator, a value the
+database refuses). Delivering those again would fail the same way: left to the lease, the
+training would be delivered `max_attempts` times and then failed as a worker that "stopped
+sending heartbeats", which would be false. Anything else raised while storing (the database away: OperationalError, which the task
 retries; a crash) is left to the lease: the training is delivered again, as for a lost worker.
 """
 
@@ -48,8 +48,14 @@ from worker.training import Progress, TrainingCancelled, run_training
 log = logging.getLogger("orrery.jobs")
 PROGRESS_INTERVAL = 1.0  # seconds between progress writes and cancellation reads
 # Store errors that another delivery would meet again (NonFiniteResult and pydantic's
-# ValidationError are ValueErrors; DataError and IntegrityError: the database refused a value).
-DETERMINISTIC_STORE_ERRORS: tuple[type[Exception], ...] = (ValueError, DataError, IntegrityError)
+# ValidationError are ValueErrors; ArithmeticError: the simulator divided by zero or overflowed;
+# DataError and IntegrityError: the database refused a value).
+DETERMINISTIC_STORE_ERRORS: tuple[type[Exception], ...] = (
+    ValueError,
+    ArithmeticError,
+    DataError,
+    IntegrityError,
+)
 
 
 def store_failure_reason(exc: Exception) -> str:

@@ -12,8 +12,9 @@ stored because of what it is (`DETERMINISTIC_STORE_ERRORS`: a non-finite simulat
 accelerator config that does not validate, an arithmetic error in the simulator, a value the
 database refuses). Delivering those again would fail the same way: left to the lease, the
 training would be delivered `max_attempts` times and then failed as a worker that "stopped
-sending heartbeats", which would be false. Anything else raised while storing (the database away: OperationalError, which the task
-retries; a crash) is left to the lease: the training is delivered again, as for a lost worker.
+sending heartbeats", which would be false. Anything else raised while storing (the database
+away: OperationalError, which the task retries; a crash) is left to the lease: the training is
+delivered again, as for a lost worker.
 """
 
 from __future__ import annotations

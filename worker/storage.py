@@ -6,10 +6,18 @@ delivery still holds its lease (`backend.delivery.claims`): a reader never sees 
 without its metrics, and a superseded delivery writes nothing. `simulate_pending_runs` serves a
 training already done (a retried run, or runs left open beside it): it simulates the stored
 workload without training anew.
+
+A simulation whose totals or layer figures are not finite (an accelerator config outside the
+plausible ranges that somehow reached the worker: a row written before the ranges existed, or
+straight into the database) is refused with `NonFiniteResult` before anything is written: it is
+deterministic, so the job runner fails the training with that reason at once instead of letting
+the delivery die and be re-delivered as if its worker were lost (`worker.jobs`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +41,35 @@ DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+class NonFiniteResult(ValueError):
+    """A simulation produced an infinite or NaN figure; nothing of it may be stored."""
+
+
+def _numbers(value: object, path: str) -> Iterator[tuple[str, float]]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield path, float(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _numbers(item, f"{path}.{key}")
+
+
+def check_finite(sim: SimulationResult) -> None:
+    """Raise `NonFiniteResult` naming the first figure of the totals or of a layer that is not
+    finite (the simulator's figures are numbers and dicts of numbers)."""
+    figures = [("totals", asdict(sim.totals))]
+    figures += [(f"layer {row.layer} {row.pass_}", asdict(row)) for row in sim.layers]
+    for where, values in figures:
+        for name, number in _numbers(values, ""):
+            if not math.isfinite(number):
+                raise NonFiniteResult(
+                    f"simulation produced a non-finite value: {where}{name} = {number} on "
+                    f"accelerator {sim.accelerator!r} (clock {sim.clock_mhz} MHz); check its "
+                    "physical fields"
+                )
 
 
 LAYER_DETAILS = (
@@ -115,7 +152,9 @@ def store_simulation(
     not_learned: bool | None = None,
 ) -> bool:
     """Set the run's metrics and `done` together, then replace its layer rows; False (and
-    nothing written) if the run is no longer open."""
+    nothing written) if the run is no longer open. Raises `NonFiniteResult` (nothing written)
+    when a figure is not finite."""
+    check_finite(sim)
     totals = sim.totals
     hardware = run_area(run.accelerator_config, run.technique_params)
     stored = db.execute(
@@ -179,8 +218,11 @@ def _simulate(training: Training, runs: list[Run]) -> list[SimulationResult]:
 def _store_simulations(db: Session, training: Training, runs: list[Run], margin: float) -> int:
     """Simulate the training's workload for each run and store the results; runs done."""
     not_learned = did_not_learn(training.test_accuracy, training.chance_accuracy, margin)
+    sims = _simulate(training, runs)
+    for sim in sims:  # all checked before the first write
+        check_finite(sim)
     done = 0
-    for run, sim in zip(runs, _simulate(training, runs), strict=True):
+    for run, sim in zip(runs, sims, strict=True):
         done += store_simulation(
             db, run, sim, training.test_accuracy, training.test_loss, not_learned
         )

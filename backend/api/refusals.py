@@ -5,7 +5,8 @@ routes call the domain and let its refusals through instead of catching and re-r
 - `DeletionRefused`, `RetryRefused`: 409, the object's state forbids it now (a run still
   active, the baseline of others, retried meanwhile);
 - `ExpansionError`, `AccountError`: 422 naming the field, like any other invalid body;
-- `QuotaExceeded`: 429, over the owner's queued-plus-running limit;
+- `QuotaExceeded`: 429, over the owner's queued-plus-running runs limit, or (its sibling
+  `QueuedTrainingsExceeded`) over the owner's queued trainings limit;
 - `BrokerUnavailable`: 503, nothing was submitted.
 
 The message is the domain's own, as `detail`. Open choice: no Retry-After on 429 or 503, since

@@ -148,6 +148,10 @@ def reconcile(
                 f"{report.checked} queued trainings checked, "
                 f"{len(report.requeued)} re-enqueued {report.requeued or ''}".rstrip()
             )
+        if report.dispatched:
+            console.print(
+                f"{len(report.dispatched)} waiting trainings sent in turn {report.dispatched}"
+            )
         if not loop:
             return
         time.sleep(interval)

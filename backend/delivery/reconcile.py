@@ -6,13 +6,19 @@ A pass first takes back every `running` training whose worker stopped beating fo
 (`backend.delivery.leases`): it is queued and sent again under a new task id, or failed with
 the reason once it has had its deliveries.
 
-Then it looks at the queued trainings. Every send is recorded on the training
-(`backend.delivery.send`: `sent_at`, and `sends` since it last became queued); a training never
-sent (the API committed it and lost the broker before sending) counts from its `created_at`. A
-queued training whose last send is older than its wait is sent again, where the wait is
+Then it looks at the queued trainings that were sent. Every send is recorded on the training
+(`backend.delivery.send`, `backend.delivery.dispatch`: `sent_at`, and `sends` since it last
+became queued). A queued training whose last send is older than its wait is sent again, where
+the wait is
 `reconcile_grace_seconds` (default 300 s) × 2^(sends - 1), at most `reconcile_grace_max_seconds`
 (default 3600 s). That is how a lost message is repaired: Redis restarted without persistence,
-the broker's storage was wiped, the send never happened.
+the broker's storage was wiped, a dispatcher crashed between marking a training sent and
+sending it.
+
+A training never sent (`sent_at` NULL) is waiting for its turn, not lost: the pass ends with a
+fair dispatch (`backend.delivery.dispatch`), which sends the next ones if the broker's backlog
+has room; so a dispatch that never happened (the broker was away, the process died) is repaired
+within one pass.
 
 Open choices, and why:
 - The reconciler cannot tell a lost message from one that is merely slow, e.g. waiting behind
@@ -50,6 +56,7 @@ from sqlalchemy import select
 
 from backend.db.models import Training
 from backend.db.session import session_scope
+from backend.delivery.dispatch import dispatch
 from backend.delivery.leases import LeaseTerms, take_back_expired
 from backend.delivery.send import BrokerUnavailable, enqueue_trainings
 from backend.settings import Settings
@@ -65,6 +72,7 @@ class Report:
     skipped: str | None = None  # why nothing could be decided
     expired: list[int] = field(default_factory=list)  # leases taken back, queued again
     failed: list[int] = field(default_factory=list)  # leases taken back, out of attempts
+    dispatched: list[int] = field(default_factory=list)  # waiting ones sent in their turn
 
 
 def resend_wait(sends: int, grace: float, cap: float) -> float:
@@ -106,21 +114,25 @@ def reconcile_once(
         overdue = [
             training_id
             for training_id, sent_at, created_at, sends in queued
-            if now - _aware(sent_at or created_at)
+            if sent_at is not None
+            and now - _aware(sent_at)
             >= timedelta(seconds=resend_wait(sends, grace, settings.reconcile_grace_max_seconds))
         ]
-        if not overdue:
-            return report
-        trainings = list(
-            db.scalars(select(Training).where(Training.id.in_(overdue)).order_by(Training.id))
-        )
+        if overdue:
+            trainings = list(
+                db.scalars(select(Training).where(Training.id.in_(overdue)).order_by(Training.id))
+            )
+            try:
+                enqueue_trainings(db, celery, trainings, resend=True)
+            except BrokerUnavailable as exc:  # the broker is still away: the next pass tries
+                report.skipped = f"broker unreachable: {exc}"
+                return report
+            report.requeued = [t.id for t in trainings]
+            log.warning("sent %d overdue queued trainings again: %s", len(overdue), overdue)
         try:
-            enqueue_trainings(db, celery, trainings, resend=True)
-        except BrokerUnavailable as exc:  # the broker is still away: the next pass tries again
+            report.dispatched = dispatch(db, celery, settings.dispatch_ahead)
+        except BrokerUnavailable as exc:
             report.skipped = f"broker unreachable: {exc}"
-            return report
-        report.requeued = [t.id for t in trainings]
-        log.warning("sent %d overdue queued trainings again: %s", len(trainings), report.requeued)
     return report
 
 

@@ -1,10 +1,18 @@
-"""The queued-plus-running quota: how many runs one user may have waiting or at work at once.
+"""Per-user quotas on what waits for the shared workers.
 
-A submission or a retry that would take its owner over the limit is refused whole with
-`QuotaExceeded` (the API answers it with 429); nothing of it is stored. The owner's row is
+- Queued plus running runs (`max_active_runs_per_user`): a submission or a retry that would take
+  its owner over it is refused whole with `QuotaExceeded`. It counts runs, not trainings, so a
+  sweep sharing one training across many techniques counts once per run.
+- Queued trainings (`max_queued_trainings_per_user`, default 500): a submission whose trainings
+  would take its owner's queued ones over it is refused whole with `QueuedTrainingsExceeded`,
+  saying how many of theirs are queued and how many trainings (all users') are queued ahead.
+  Fair dispatch (`backend.delivery.dispatch`) keeps one user's queue from delaying others; this
+  cap keeps it from growing without bound. Retries are not counted against it (one training
+  each, and already under the runs quota).
+
+Both are answered with 429 (backend/api/refusals.py) and store nothing. The owner's row is
 locked (PostgreSQL) until the submission commits, so two concurrent submissions cannot both
-slip under the limit. Open choice: the quota counts runs, not trainings, so a sweep sharing one
-training across many techniques counts once per run.
+slip under a limit.
 """
 
 from __future__ import annotations
@@ -12,13 +20,17 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from backend.db.models import Experiment, Run, User
+from backend.db.models import Experiment, Run, Training, User
 
 ACTIVE = ("queued", "running")
 
 
 class QuotaExceeded(Exception):
     """The new runs would take their owner over the limit; the message says by how much."""
+
+
+class QueuedTrainingsExceeded(QuotaExceeded):
+    """The new trainings would take their owner's queued trainings over the limit."""
 
 
 def active_runs(db: Session, user: User) -> int:
@@ -46,4 +58,29 @@ def check_active_runs(
         raise QuotaExceeded(
             f"{what} adds {new_runs} runs to {whose} {active} queued or running ones, "
             f"over the limit of {limit} per user; wait for runs to finish or cancel some"
+        )
+
+
+def queued_trainings(db: Session, user: User | None = None) -> int:
+    """Queued trainings (not cancelled) of this user, or of everyone."""
+    query = select(func.count()).select_from(Training)
+    query = query.where(Training.status == "queued", Training.cancel_requested.is_(False))
+    if user is not None:
+        query = query.join(Experiment, Experiment.id == Training.experiment_id).where(
+            Experiment.owner_id == user.id
+        )
+    return db.scalar(query) or 0
+
+
+def check_queued_trainings(db: Session, user: User, new_trainings: int, limit: int) -> None:
+    """Raise `QueuedTrainingsExceeded` when the new trainings would take the user's queued
+    trainings over their limit; the message says how many are theirs and how many are ahead."""
+    db.execute(select(User.id).where(User.id == user.id).with_for_update())
+    queued = queued_trainings(db, user)
+    if queued + new_trainings > limit:
+        ahead = queued_trainings(db)
+        raise QueuedTrainingsExceeded(
+            f"this experiment adds {new_trainings} trainings to your {queued} queued ones, over "
+            f"the limit of {limit} queued trainings per user; {ahead} trainings (all users') are "
+            "queued ahead of a new one; wait for yours to start or cancel some"
         )

@@ -14,8 +14,10 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from backend.db.models import Experiment, Run, Training
-from backend.delivery.send import BrokerUnavailable, enqueue_trainings
+from backend.delivery.dispatch import dispatch
+from backend.delivery.send import BrokerUnavailable
 from backend.experiments.expand import Expansion, RunPlan, training_key
+from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import BASELINE
 
@@ -90,13 +92,19 @@ def record_experiment(
 
 
 def submit(
-    db: Session, celery: Celery, spec: ExperimentSpec, expansion: Expansion, owner_id: int | None
+    db: Session,
+    celery: Celery,
+    spec: ExperimentSpec,
+    expansion: Expansion,
+    owner_id: int | None,
+    dispatch_ahead: int = Settings.model_fields["dispatch_ahead"].default,
 ) -> Experiment:
-    """Record and enqueue an experiment; on a broker failure remove it again and raise."""
+    """Record an experiment with its trainings queued, then dispatch fairly
+    (`backend.delivery.dispatch`: its trainings are sent when their turn comes, perhaps now);
+    on a broker refusing a send remove the experiment again and raise."""
     experiment = record_experiment(db, spec, expansion, owner_id)
-    trainings = list(db.scalars(select(Training).where(Training.experiment_id == experiment.id)))
     try:
-        enqueue_trainings(db, celery, trainings)
+        dispatch(db, celery, dispatch_ahead)
     except BrokerUnavailable:
         db.rollback()
         db.execute(delete(Experiment).where(Experiment.id == experiment.id))  # cascades in SQL

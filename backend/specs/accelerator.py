@@ -67,6 +67,17 @@ ExtensionOverlap = Literal["overlapped", "serial"]
 ConvOperandTraffic = Literal["im2col", "tensor"]
 
 
+# Plausible ranges of the physical quantities. They keep every figure the simulator derives
+# finite and meaningful: a clock of 5e-324 MHz passes "greater than zero" but makes the simulated
+# time infinite, which no database stores. Each bound is far outside any real design, so no
+# design-space sweep meets it.
+MAX_PJ = 100_000.0
+_PJ = "; 0 to 100,000 pJ (100 nJ, 150x a 45 nm DRAM access): beyond that it is not an access"
+_SRAM = "; 1 KiB to 1 GiB (beyond any on-chip memory)"
+MIN_CLOCK_MHZ, MAX_CLOCK_MHZ = 1.0, 10_000.0
+MIN_DRAM_WORDS_PER_CYCLE, MAX_DRAM_WORDS_PER_CYCLE = 0.001, float(1 << 16)
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,13 +88,21 @@ class EnergyTable(_Spec):
     Defaults: Horowitz, ISSCC 2014, 45 nm. A MAC is one FP multiply plus one FP add.
     """
 
-    mac_mult: float = Field(3.7, ge=0, description="pJ per FP32 multiply in a PE")
-    mac_add: float = Field(0.9, ge=0, description="pJ per FP32 add in a PE")
-    register_file: float = Field(1.0, ge=0, description="pJ per 32-bit register-file access")
-    sram: float = Field(5.0, ge=0, description="pJ per 32-bit SRAM access (8 KB bank)")
-    dram: float = Field(640.0, ge=0, description="pJ per 32-bit DRAM access")
-    int_add: float = Field(0.1, ge=0, description="pJ per 32-bit integer add or compare")
-    int_mult: float = Field(3.1, ge=0, description="pJ per 32-bit integer multiply")
+    mac_mult: float = Field(3.7, ge=0, le=MAX_PJ, description="pJ per FP32 multiply in a PE" + _PJ)
+    mac_add: float = Field(0.9, ge=0, le=MAX_PJ, description="pJ per FP32 add in a PE" + _PJ)
+    register_file: float = Field(
+        1.0, ge=0, le=MAX_PJ, description="pJ per 32-bit register-file access" + _PJ
+    )
+    sram: float = Field(
+        5.0, ge=0, le=MAX_PJ, description="pJ per 32-bit SRAM access (8 KB bank)" + _PJ
+    )
+    dram: float = Field(640.0, ge=0, le=MAX_PJ, description="pJ per 32-bit DRAM access" + _PJ)
+    int_add: float = Field(
+        0.1, ge=0, le=MAX_PJ, description="pJ per 32-bit integer add or compare" + _PJ
+    )
+    int_mult: float = Field(
+        3.1, ge=0, le=MAX_PJ, description="pJ per 32-bit integer multiply" + _PJ
+    )
 
 
 class AreaTable(_Spec):
@@ -139,20 +158,26 @@ class McacheHardware(HardwareExtension):
 
     enabled: bool = Field(True, description="whether the accelerator has an MCACHE")
     lookup_latency: int = Field(
-        1, ge=0, le=64, description="cycles from a lookup's issue to its hit/miss answer"
+        1,
+        ge=0,
+        le=64,
+        description="cycles from a lookup's issue to its hit/miss answer; at most 64 (an on-chip "
+        "cache answers within tens of cycles)",
     )
     lookups_per_cycle: int = Field(
         0,
         ge=0,
         le=1024,
-        description="MCACHE lookup ports; 0 = one per PE row (each row looks up its next vector)",
+        description="MCACHE lookup ports; 0 = one per PE row (each row looks up its next vector); "
+        "at most 1024, one per row of the largest array",
     )
     projection_macs_per_cycle: int = Field(
         0,
         ge=0,
         le=1 << 20,
         description="throughput of a signature projection unit beside the array, fed by the FWD "
-        "input stream; 0 = no unit, the projection runs on the array",
+        "input stream; 0 = no unit, the projection runs on the array; at most 2^20 (larger "
+        "than the largest array)",
     )
 
     @model_validator(mode="before")
@@ -177,7 +202,13 @@ class GradientPredictorUnit(HardwareExtension):
     """The ADA-GP extension: a small unit that runs the gradient predictors."""
 
     enabled: bool = Field(True, description="whether the accelerator has a predictor unit")
-    macs_per_cycle: int = Field(256, ge=1, le=1 << 20, description="predictor unit throughput")
+    macs_per_cycle: int = Field(
+        256,
+        ge=1,
+        le=1 << 20,
+        description="predictor unit throughput in MACs per cycle; 1 to 2^20 (larger than the "
+        "largest array)",
+    )
 
 
 StorageFormat = Literal["dense", "bitmap", "compressed"]
@@ -200,7 +231,11 @@ class OperandStorage(_Spec):
     gradients: StorageFormat = Field("dense", description="output, input and weight gradients")
     weights: StorageFormat = Field("dense", description="layer weights")
     index_bits: int = Field(
-        16, ge=1, le=64, description="bits of the index stored with each non-zero (compressed)"
+        16,
+        ge=1,
+        le=64,
+        description="bits of the index stored with each non-zero (compressed); 1 to 64 (a 64-bit "
+        "index addresses any tensor)",
     )
     dense_fallback: bool = Field(
         True,
@@ -221,26 +256,46 @@ class AcceleratorConfig(_Spec):
     name: str = Field(
         "custom", min_length=1, max_length=64, description="label for tables and charts"
     )
-    rows: int = Field(32, ge=1, le=1024, description="systolic array rows (PEs)")
-    cols: int = Field(32, ge=1, le=1024, description="systolic array columns (PEs)")
+    rows: int = Field(
+        32, ge=1, le=1024, description="systolic array rows (PEs); 1 to 1024 (4x a TPU's)"
+    )
+    cols: int = Field(
+        32, ge=1, le=1024, description="systolic array columns (PEs); 1 to 1024 (4x a TPU's)"
+    )
     dataflow: Dataflow = Field(
         "os",
         description="output-, weight- or input-stationary systolic GEMM, or 'row': 1-D "
         "convolutions of input rows with kernel rows (convolutions; other GEMMs run as 'os')",
     )
-    ifmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="input-operand SRAM in KiB")
-    filter_sram_kib: int = Field(64, ge=1, le=1 << 20, description="weight-operand SRAM in KiB")
-    ofmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="output SRAM in KiB")
-    dram_bandwidth: float = Field(
-        8.0, gt=0, le=1 << 16, description="DRAM bandwidth in words per cycle"
+    ifmap_sram_kib: int = Field(
+        64, ge=1, le=1 << 20, description="input-operand SRAM in KiB" + _SRAM
     )
-    word_bytes: int = Field(4, ge=1, le=8, description="bytes per operand word")
+    filter_sram_kib: int = Field(
+        64, ge=1, le=1 << 20, description="weight-operand SRAM in KiB" + _SRAM
+    )
+    ofmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="output SRAM in KiB" + _SRAM)
+    dram_bandwidth: float = Field(
+        8.0,
+        ge=MIN_DRAM_WORDS_PER_CYCLE,
+        le=MAX_DRAM_WORDS_PER_CYCLE,
+        description="DRAM bandwidth in words per cycle; 0.001 (one word per thousand cycles, "
+        "slower than any memory interface) to 65536 (beyond any HBM stack)",
+    )
+    word_bytes: int = Field(
+        4, ge=1, le=8, description="bytes per operand word; 1 to 8 (8- to 64-bit operands)"
+    )
     conv_operand_traffic: ConvOperandTraffic = Field(
         "im2col",
         description="convolution operands moved as im2col matrices (SCALE-Sim) or as the real "
         "feature maps with windows formed on chip",
     )
-    clock_mhz: float = Field(500.0, gt=0, le=10_000, description="clock frequency in MHz")
+    clock_mhz: float = Field(
+        500.0,
+        ge=MIN_CLOCK_MHZ,
+        le=MAX_CLOCK_MHZ,
+        description="clock frequency in MHz; 1 MHz (slower than any accelerator) to 10 GHz "
+        "(beyond any CMOS logic clock)",
+    )
     storage: OperandStorage = Field(default_factory=OperandStorage)
     energy: EnergyTable = Field(default_factory=EnergyTable)
     area: AreaTable = Field(default_factory=AreaTable)

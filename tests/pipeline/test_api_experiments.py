@@ -161,3 +161,25 @@ def test_unknown_experiment_is_404(api: TestClient) -> None:
     assert api.get("/api/v1/experiments/9999").status_code == 404
     assert api.post("/api/v1/experiments/9999/cancel").status_code == 404
     assert api.get("/api/v1/experiments/9999/events").status_code == 404
+
+
+def test_implausible_physical_fields_get_422_naming_the_field(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    """A tiny but finite clock passed "greater than 0" and made every simulated time infinite."""
+    cases = [
+        ({**SPEC, "accelerators": [{"name": "tiny", "clock_mhz": 5e-324}]}, "clock_mhz"),
+        ({**SPEC, "accelerators": [{"name": "slow", "dram_bandwidth": 1e-300}]}, "dram_bandwidth"),
+        ({**SPEC, "accelerators": [{"name": "hot", "energy": {"dram": 1e300}}]}, "dram"),
+        (
+            {**SPEC, "sweep": {"parameters": {"accelerator.clock_mhz": {"values": [5e-324]}}}},
+            "clock_mhz",
+        ),
+    ]
+    for spec, field in cases:
+        response = api.post("/api/v1/experiments", json=spec)
+        assert response.status_code == 422, (spec, response.text)
+        errors = response.json()["detail"]
+        assert any(field in json.dumps(e["loc"]) for e in errors), errors
+        assert any("greater than or equal" in e["msg"] or "less than" in e["msg"] for e in errors)
+    assert count(pg_settings, Experiment) == 0

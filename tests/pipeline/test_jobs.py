@@ -9,6 +9,8 @@ from sqlalchemy import delete, func, select, update
 
 from backend.db.models import EpochMetric, LayerResult, Run, Training
 from backend.db.session import session_scope
+from backend.delivery.queue import make_celery
+from backend.delivery.reconcile import reconcile_once
 from backend.settings import Settings
 from tests.pipeline.conftest import TINY_TRAINING
 from worker.jobs import run_training_job
@@ -219,3 +221,73 @@ def test_run_detail_names_what_its_training_ran_with(
         assert environment["torch"] == torch.__version__
         assert environment["intra_op_threads"] == 1
         assert environment["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+
+
+def _nothing_stored(url: str, training_id: int) -> None:
+    assert rows(url, EpochMetric, training_id=training_id) == 0
+    assert rows(url, LayerResult) == 0
+    with session_scope(url) as db:
+        training = db.get(Training, training_id)
+        assert training.workload is None and training.test_accuracy is None
+        for run in db.scalars(select(Run).where(Run.training_id == training_id)):
+            assert run.total_cycles is None and run.summary is None
+
+
+def _fails_once_and_is_never_delivered_again(
+    settings: Settings, training_id: int, reason: str
+) -> None:
+    url = settings.effective_database_url
+    with session_scope(url) as db:
+        training = db.get(Training, training_id)
+        assert (training.status, training.attempts) == ("failed", 1)
+        assert reason in training.error and "heartbeat" not in training.error
+        runs = list(db.scalars(select(Run).where(Run.training_id == training_id)))
+        assert {r.status for r in runs} == {"failed"}
+        assert all(reason in r.error for r in runs)
+    # Nothing for the reconciler to take back or send again, and a stray duplicate message
+    # finds the training finished.
+    report = reconcile_once(settings, make_celery(settings, sender=True), grace_seconds=0)
+    assert training_id not in report.expired + report.requeued + report.failed
+    assert run_training_job(url, training_id, task_id="duplicate") == "failed"
+    with session_scope(url) as db:
+        assert db.get(Training, training_id).attempts == 1
+    _nothing_stored(url, training_id)
+
+
+def test_an_accelerator_row_outside_the_ranges_fails_once_with_the_reason(
+    api: TestClient, pg_settings: Settings
+) -> None:
+    """Written straight into the database (the API refuses it): the store step's validation
+    fails the training at once, instead of the delivery dying and being re-delivered."""
+    url = pg_settings.effective_database_url
+    api.post("/api/v1/experiments", json={**SPEC, "techniques": [{"name": "baseline"}]})
+    (training_id,) = training_ids(url)
+    with session_scope(url) as db:
+        for run in db.scalars(select(Run)):
+            run.accelerator_config = {**run.accelerator_config, "clock_mhz": 5e-324}
+    assert run_training_job(url, training_id, task_id="only") == "failed"
+    _fails_once_and_is_never_delivered_again(pg_settings, training_id, "clock_mhz")
+
+
+def test_a_non_finite_simulation_fails_once_and_stores_nothing(
+    api: TestClient, pg_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config that validates but simulates to Infinity (as 5e-324 MHz did before the ranges):
+    PostgreSQL refuses Infinity in JSON, so it must never get that far."""
+    import worker.storage
+
+    real = worker.storage.AcceleratorConfig
+
+    class Unchecked:  # validates as usual, then sets a clock no range would allow
+        @staticmethod
+        def model_validate(data: dict) -> object:
+            return real.model_validate(data).model_copy(update={"clock_mhz": 5e-324})
+
+    monkeypatch.setattr(worker.storage, "AcceleratorConfig", Unchecked)
+    url = pg_settings.effective_database_url
+    api.post("/api/v1/experiments", json={**SPEC, "techniques": [{"name": "baseline"}]})
+    (training_id,) = training_ids(url)
+    assert run_training_job(url, training_id, task_id="only") == "failed"
+    _fails_once_and_is_never_delivered_again(
+        pg_settings, training_id, "simulation produced a non-finite value: totals.seconds"
+    )

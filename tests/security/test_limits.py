@@ -97,3 +97,28 @@ def test_active_runs_per_user_are_capped(accounts_settings: Settings) -> None:
         third = client.post("/api/v1/experiments", json=spec("three"), headers=alice.auth)
         assert third.status_code == 201
     assert experiments(settings) == 3
+
+
+def test_queued_trainings_per_user_are_capped_with_the_queue_ahead(
+    accounts_settings: Settings,
+) -> None:
+    settings = accounts_settings.model_copy(update={"max_queued_trainings_per_user": 3})
+    alice = make_person(settings, "alice")
+    bob = make_person(settings, "bob")
+    with TestClient(create_app(settings), base_url=BASE_URL) as client:
+        first = client.post("/api/v1/experiments", json=spec("one"), headers=alice.auth)
+        assert first.status_code == 201 and first.json()["trainings"] == 2
+        assert (
+            client.post("/api/v1/experiments", json=spec("b"), headers=bob.auth).status_code == 201
+        )
+        second = client.post("/api/v1/experiments", json=spec("two"), headers=alice.auth)
+        assert second.status_code == 429
+        detail = second.json()["detail"]
+        assert "adds 2 trainings to your 2 queued ones" in detail, detail
+        assert "limit of 3 queued trainings per user" in detail, detail
+        assert "4 trainings (all users') are queued ahead" in detail, detail
+        # Cancelling frees the places.
+        client.post(f"/api/v1/experiments/{first.json()['id']}/cancel", headers=alice.auth)
+        third = client.post("/api/v1/experiments", json=spec("three"), headers=alice.auth)
+        assert third.status_code == 201
+    assert experiments(settings) == 3

@@ -30,7 +30,7 @@ from backend.db.models import Experiment, Run, Training
 from backend.db.session import session_factory
 from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, expand
-from backend.experiments.quota import check_active_runs
+from backend.experiments.quota import check_active_runs, check_queued_trainings
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import BASELINE
@@ -107,7 +107,12 @@ def create_experiment(
     require_team_editor(db, user, spec.team_id)
     expansion = _expand_checked(spec, settings)
     check_active_runs(db, user, len(expansion.runs), settings.max_active_runs_per_user)
-    experiment = service.submit(db, celery, spec, expansion, owner_id=user.id)
+    check_queued_trainings(
+        db, user, len(expansion.trainings), settings.max_queued_trainings_per_user
+    )
+    experiment = service.submit(
+        db, celery, spec, expansion, owner_id=user.id, dispatch_ahead=settings.dispatch_ahead
+    )
     counts = service.run_counts(db, [experiment.id])[experiment.id]
     return _out(experiment, counts, trainings=len(expansion.trainings))
 

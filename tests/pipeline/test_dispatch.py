@@ -1,0 +1,146 @@
+"""Fair dispatch on PostgreSQL and Redis: one user's long queue does not hold up another's
+training. The broker holds a short backlog; the rest wait in the table and are sent fewest in
+flight per owner first, then oldest (backend/delivery/dispatch.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import redis
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from backend.api.app import create_app
+from backend.cli.launcher import worker_command
+from backend.db.models import Experiment, Training
+from backend.db.session import session_scope
+from backend.delivery.claims import claim_training
+from backend.delivery.dispatch import dispatch, next_trainings
+from backend.delivery.queue import QUEUE
+from backend.settings import Settings
+from tests.conftest import orrery_env, service_settings, stop_process
+from tests.pipeline.conftest import TINY_TRAINING
+from tests.reliability.chaos import poll
+from tests.security.conftest import BASE_URL, Person, make_person
+
+AHEAD = 2
+
+
+def many(name: str, seeds: int) -> dict[str, object]:
+    """One baseline training per seed."""
+    return {
+        "name": name,
+        "training": TINY_TRAINING,
+        "techniques": [{"name": "baseline"}],
+        "accelerators": ["edge"],
+        "seeds": list(range(seeds)),
+    }
+
+
+def fair_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
+    return service_settings(
+        postgres_url,
+        redis_db_url,
+        tmp_path,
+        single_user=False,
+        secret_key="test-secret-key",
+        reconcile_interval=0,
+        dispatch_ahead=AHEAD,
+    )
+
+
+def trainings_of(settings: Settings, person: Person) -> list[Training]:
+    with session_scope(settings.effective_database_url) as db:
+        query = (
+            select(Training)
+            .join(Experiment, Experiment.id == Training.experiment_id)
+            .where(Experiment.owner_id == person.id)
+            .order_by(Training.id)
+        )
+        trainings = list(db.scalars(query))
+        db.expunge_all()
+        return trainings
+
+
+def submit(client: TestClient, person: Person, spec: dict[str, object]) -> None:
+    response = client.post("/api/v1/experiments", json=spec, headers=person.auth)
+    assert response.status_code == 201, response.text
+
+
+def test_the_next_training_sent_is_the_other_users(
+    postgres_url: str, redis_db_url: str, tmp_path: Path
+) -> None:
+    settings = fair_settings(postgres_url, redis_db_url, tmp_path)
+    url = settings.effective_database_url
+    alice, bob = make_person(settings, "alice"), make_person(settings, "bob")
+    broker = redis.Redis.from_url(redis_db_url)
+    with TestClient(create_app(settings), base_url=BASE_URL) as client:
+        submit(client, alice, many("alice's", 6))
+        submit(client, bob, many("bob's", 1))
+        # Only the backlog went to the broker: alice's first two. Bob's waits in the table.
+        sent = [t.id for t in trainings_of(settings, alice) if t.sent_at is not None]
+        assert sent == [t.id for t in trainings_of(settings, alice)][:AHEAD]
+        assert broker.llen(QUEUE) == AHEAD
+        [bobs] = trainings_of(settings, bob)
+        assert bobs.sent_at is None and bobs.task_id is None
+
+        # A worker claims alice's first: alice has two in flight, bob none, so bob's is next
+        # although alice's third is older.
+        with session_scope(url) as db:
+            assert claim_training(db, sent[0], "worker") == 1
+        with session_scope(url) as db:
+            assert dispatch(db, client.app.state.celery, AHEAD) == [bobs.id]
+            assert dispatch(db, client.app.state.celery, AHEAD) == []  # backlog full again
+        assert broker.llen(QUEUE) == AHEAD + 1
+
+        # Then round-robin between owners, oldest first within each: carol's two trainings
+        # and alice's remaining ones interleave.
+        carol = make_person(settings, "carol")
+        submit(client, carol, many("carol's", 2))
+        alices = [t.id for t in trainings_of(settings, alice)]
+        carols = [t.id for t in trainings_of(settings, carol)]
+        with session_scope(url) as db:
+            # In flight: alice 2 (one running, one sent), bob 1, carol 0.
+            assert next_trainings(db, 4) == [carols[0], carols[1], alices[2], alices[3]]
+    broker.close()
+
+
+def test_with_a_real_worker_bobs_training_runs_before_alices_queue_drains(
+    postgres_url: str, redis_db_url: str, tmp_path: Path
+) -> None:
+    """A worker of concurrency 1 on Redis: alice's six trainings were accepted first, bob's
+    one is trained third, not seventh as first-in-first-out would have it."""
+    settings = fair_settings(postgres_url, redis_db_url, tmp_path)
+    alice, bob = make_person(settings, "alice"), make_person(settings, "bob")
+    with TestClient(create_app(settings), base_url=BASE_URL) as client:
+        submit(client, alice, many("alice's", 6))
+        submit(client, bob, many("bob's", 1))
+    log = tmp_path / "worker.log"
+    env = orrery_env(
+        ORRERY_DATA_DIR=str(tmp_path),
+        ORRERY_DATABASE_URL=settings.effective_database_url,
+        ORRERY_BROKER_URL=redis_db_url,
+        ORRERY_RESULT_BACKEND=redis_db_url,
+        ORRERY_DISPATCH_AHEAD=str(AHEAD),
+    )
+    command = [*worker_command(concurrency=1, loglevel="INFO"), "--without-mingle"]
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            [*command, "--without-gossip"], cwd=tmp_path, env=env, stdout=out, stderr=out
+        )
+    try:
+        poll(
+            lambda: {t.status for t in trainings_of(settings, bob)} == {"done"},
+            120,
+            "bob's training",
+        )
+    finally:
+        stop_process(worker)
+    [bobs] = trainings_of(settings, bob)
+    alices = trainings_of(settings, alice)
+    started_before = [
+        t for t in alices if t.started_at is not None and t.started_at < bobs.started_at
+    ]
+    assert len(started_before) <= AHEAD, log.read_text()[-3000:]
+    assert any(t.status == "queued" for t in alices), "alice's queue drained before bob's ran"

@@ -98,24 +98,30 @@ def test_the_chain_has_one_head() -> None:
     assert len(scripts.get_bases()) == 1
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_epoch_figures_move_into_one_json_object_and_back(
-    database: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'orrery.db'}"
-        if database == "sqlite"
-        else request.getfixturevalue("postgres_url")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database of each kind the migrations must serve."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'orrery.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+def _insert_experiment(connection: Any) -> None:
+    """Experiment 1, for rows that need one."""
+    connection.execute(
+        text(
+            "INSERT INTO experiments (id, name, spec, status, tags, notes) "
+            "VALUES (1, 'e', '{}', 'done', '[]', '')"
+        )
     )
+
+
+def test_epoch_figures_move_into_one_json_object_and_back(database_url: str) -> None:
+    url = database_url
     migrate.upgrade(url, "0010")
     engine = create_engine(url)
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO experiments (id, name, spec, status, tags, notes) "
-                "VALUES (1, 'e', '{}', 'done', '[]', '')"
-            )
-        )
+        _insert_experiment(connection)
         connection.execute(
             text(
                 "INSERT INTO trainings (id, experiment_id, key, technique, technique_params, "
@@ -135,7 +141,7 @@ def test_epoch_figures_move_into_one_json_object_and_back(
         figures, per_layer = connection.execute(
             text("SELECT figures, per_layer FROM epoch_metrics")
         ).one()
-    as_json = (lambda v: v) if database == "postgresql" else json.loads
+    as_json = json.loads if url.startswith("sqlite") else (lambda v: v)
     assert as_json(figures) == {"hit_rate": 0.5, "density_bwd": 0.25}
     assert as_json(per_layer) == {
         "conv1": {"density_fwd": 0.7, "density_bwd": 0.2, "hit_rate": 0.4}
@@ -239,23 +245,12 @@ _RUN_COLUMNS = (
 )  # fmt: skip
 
 
-def test_0012_renames_the_mcache_extension_on_sqlite(tmp_path: Path) -> None:
-    _rename_the_mcache_extension(f"sqlite:///{tmp_path / 'orrery.db'}")
+def test_0012_renames_the_mcache_extension(database_url: str) -> None:
+    _rename_the_mcache_extension(database_url)
 
 
-def test_0012_renames_the_mcache_extension_on_postgresql(postgres_url: str) -> None:
-    _rename_the_mcache_extension(postgres_url)
-
-
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_0016_fills_seconds_from_the_stored_summary(
-    database: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'orrery.db'}"
-        if database == "sqlite"
-        else request.getfixturevalue("postgres_url")
-    )
+def test_0016_fills_seconds_from_the_stored_summary(database_url: str) -> None:
+    url = database_url
     migrate.upgrade(url, "0013")
     engine = create_engine(url)
     runs = sa.table(
@@ -270,12 +265,7 @@ def test_0016_fills_seconds_from_the_stored_summary(
         "technique_params": [], "training_config": {}, "accelerator_config": {}, "params": {},
     }  # fmt: skip
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO experiments (id, name, spec, status, tags, notes) "
-                "VALUES (1, 'e', '{}', 'done', '[]', '')"
-            )
-        )
+        _insert_experiment(connection)
         connection.execute(
             runs.insert(),
             [
@@ -295,15 +285,8 @@ def test_0016_fills_seconds_from_the_stored_summary(
     engine.dispose()
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_0015_backfills_the_group_key(
-    database: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'orrery.db'}"
-        if database == "sqlite"
-        else request.getfixturevalue("postgres_url")
-    )
+def test_0015_backfills_the_group_key(database_url: str) -> None:
+    url = database_url
     migrate.upgrade(url, "0013")
     engine = create_engine(url)
     runs = sa.table(
@@ -321,12 +304,7 @@ def test_0015_backfills_the_group_key(
         ({"model": "cnn", "seed": 0}, "dense"),
     ]
     with engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO experiments (id, name, spec, status, tags, notes) "
-                "VALUES (1, 'e', '{}', 'done', '[]', '')"
-            )
-        )
+        _insert_experiment(connection)
         for i, (config, hardware) in enumerate(configs, 1):
             connection.execute(
                 runs.insert().values(

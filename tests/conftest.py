@@ -104,6 +104,21 @@ def service_settings(
     return settings
 
 
+def accounts_service_settings(
+    postgres_url: str, redis_db_url: str, data_dir: Path, **overrides: object
+) -> Settings:
+    """`service_settings` with accounts on (several users) and no reconciler loop."""
+    return service_settings(
+        postgres_url,
+        redis_db_url,
+        data_dir,
+        single_user=False,
+        secret_key="test-secret-key",
+        reconcile_interval=0,
+        **overrides,
+    )
+
+
 @pytest.fixture
 def embedded_settings(tmp_path: Path) -> Settings:
     settings = Settings(data_dir=tmp_path / "data")

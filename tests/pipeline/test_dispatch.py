@@ -19,7 +19,7 @@ from backend.delivery.claims import claim_training
 from backend.delivery.dispatch import dispatch, next_trainings
 from backend.delivery.queue import QUEUE
 from backend.settings import Settings
-from tests.conftest import orrery_env, service_settings, stop_process
+from tests.conftest import accounts_service_settings, orrery_env, stop_process
 from tests.pipeline.conftest import TINY_TRAINING
 from tests.reliability.chaos import poll
 from tests.security.conftest import BASE_URL, Person, make_person
@@ -39,15 +39,7 @@ def many(name: str, seeds: int) -> dict[str, object]:
 
 
 def fair_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
-    return service_settings(
-        postgres_url,
-        redis_db_url,
-        tmp_path,
-        single_user=False,
-        secret_key="test-secret-key",
-        reconcile_interval=0,
-        dispatch_ahead=AHEAD,
-    )
+    return accounts_service_settings(postgres_url, redis_db_url, tmp_path, dispatch_ahead=AHEAD)
 
 
 def trainings_of(settings: Settings, person: Person) -> list[Training]:

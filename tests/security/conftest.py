@@ -26,7 +26,13 @@ from backend.auth.users import create_user
 from backend.db.models import Run, TeamMembership
 from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.conftest import free_port, orrery_env, service_settings, stop_process, wait_for_http
+from tests.conftest import (
+    accounts_service_settings,
+    free_port,
+    orrery_env,
+    stop_process,
+    wait_for_http,
+)
 from tests.pipeline.conftest import TINY_TRAINING
 
 BASE_URL = "https://testserver"  # the session cookie is Secure
@@ -35,14 +41,7 @@ PASSWORD = "a long enough password"
 
 @pytest.fixture
 def accounts_settings(postgres_url: str, redis_db_url: str, tmp_path: Path) -> Settings:
-    return service_settings(
-        postgres_url,
-        redis_db_url,
-        tmp_path,
-        single_user=False,
-        secret_key="test-secret-key",
-        reconcile_interval=0,
-    )
+    return accounts_service_settings(postgres_url, redis_db_url, tmp_path)
 
 
 @pytest.fixture

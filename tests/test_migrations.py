@@ -249,16 +249,25 @@ def test_0012_renames_the_mcache_extension(database_url: str) -> None:
     _rename_the_mcache_extension(database_url)
 
 
+_RUN_JSON_COLUMNS = ("technique_params", "training_config", "accelerator_config", "params")
+
+
+def _runs_table(*more: sa.ColumnClause) -> sa.TableClause:
+    """The runs table as a data-migration test writes it: the plain columns, the JSON ones,
+    and `more`."""
+    return sa.table(
+        "runs",
+        *(sa.column(name) for name in _RUN_COLUMNS),
+        *(sa.column(name, sa.JSON) for name in _RUN_JSON_COLUMNS),
+        *more,
+    )
+
+
 def test_0016_fills_seconds_from_the_stored_summary(database_url: str) -> None:
     url = database_url
     migrate.upgrade(url, "0013")
     engine = create_engine(url)
-    runs = sa.table(
-        "runs", *(sa.column(name) for name in _RUN_COLUMNS),
-        sa.column("technique_params", sa.JSON), sa.column("training_config", sa.JSON),
-        sa.column("accelerator_config", sa.JSON), sa.column("params", sa.JSON),
-        sa.column("summary", sa.JSON),
-    )  # fmt: skip
+    runs = _runs_table(sa.column("summary", sa.JSON))
     common = {
         "experiment_id": 1, "is_baseline": True, "technique": "baseline", "model": "lenet5",
         "dataset": "digits", "accelerator_name": "edge", "seed": 0, "progress": 1.0,
@@ -289,12 +298,7 @@ def test_0015_backfills_the_group_key(database_url: str) -> None:
     url = database_url
     migrate.upgrade(url, "0013")
     engine = create_engine(url)
-    runs = sa.table(
-        "runs", *(sa.column(name) for name in _RUN_COLUMNS),
-        sa.column("technique_params", sa.JSON), sa.column("training_config", sa.JSON),
-        sa.column("accelerator_config", sa.JSON), sa.column("params", sa.JSON),
-        sa.column("baseline_hardware"),
-    )  # fmt: skip
+    runs = _runs_table(sa.column("baseline_hardware"))
     accelerator = PRESETS["edge"].model_dump()
     techniques = [{"name": "mercury", "signature_bits": 16}]
     configs = [

@@ -50,7 +50,7 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
     experiment_id = int(link.inner_text().removeprefix("experiment #"))
     link.click()
     page.wait_for_url(f"**/experiments/{experiment_id}")
-    page.wait_for_function("document.body.innerText.includes('paper miniature: MERCURY')")
+    page.get_by_text("paper miniature: MERCURY").first.wait_for()
 
     finish_runs(idle_server.database_url, experiment_id)
     page.goto(f"{idle_server.url}/papers")

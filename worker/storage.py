@@ -7,7 +7,8 @@ without its metrics, and a superseded delivery writes nothing. Before that, `sto
 each epoch as it is measured, under the same lease, so a training's curves grow while it runs:
 epoch k replaces every stored epoch from k on, so a delivery that trains again after a worker
 died (from epoch 1: a training is deterministic for its seed) never adds to the earlier
-delivery's epochs, and `store_results` then replaces them with the same ones.
+delivery's epochs, and `store_results` then replaces them with the same ones (a training that
+fails after its epochs keeps them: they show how far it got).
 `simulate_pending_runs` serves a training already done (a retried run, or runs left open beside
 it): it simulates the stored workload without training anew.
 

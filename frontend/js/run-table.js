@@ -58,7 +58,9 @@ export function accuracyCell(run) {
 export function statusCell(run, { shortReason = true } = {}) {
   const cell = el("span", { class: "status", dataset: { runStatus: run.status } }, el("span", { class: `badge ${run.status}`, text: run.status }));
   if (run.status === "running" || run.status === "queued") {
-    cell.append(" ", progressBar({ ...run, fraction: run.progress ?? 0 }, `run ${run.id} progress`));
+    // epoch, epochs, seconds_left: from the event stream or the run's `live` (not its list of epochs)
+    const state = { fraction: run.progress ?? 0, epoch: run.epoch, seconds_left: run.seconds_left, epochs: Number.isInteger(run.epochs) ? run.epochs : undefined };
+    cell.append(" ", progressBar(state, `run ${run.id} progress`));
   }
   if (shortReason && run.error && run.status !== "done") {
     cell.append(el("span", { class: "run-reason", title: run.error, text: run.error.length > 160 ? `${run.error.slice(0, 160)}…` : run.error }));

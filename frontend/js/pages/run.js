@@ -7,7 +7,7 @@ import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent, fmtSeconds } from "../format.js";
 import { statusCell } from "../run-table.js";
-import { fmtDuration, progressBar, progressText } from "../progress.js";
+import { fmtDuration, progressText } from "../progress.js";
 import { epochFigures, loadFigures } from "../figures.js";
 import { loadTechniques } from "../techniques.js";
 
@@ -80,11 +80,10 @@ function timeRows(run) {
 function renderSummary(run, { baseline = null, comparison = null } = {}) {
   document.title = `Run #${run.id} · Orrery`;
   document.getElementById("title").textContent = `Run #${run.id}: ${run.technique} on ${run.accelerator_name}`;
-  const status = statusCell(run, { shortReason: false });
+  const status = statusCell({ ...run, ...run.live }, { shortReason: false });
   if (run.error) status.append(" ", el("span", { class: "failure-reason", text: run.error }));
   facts(document.getElementById("summary"), [
     ["Status", status],
-    ...(run.live ? [["Progress", progressBar(run.live, `run ${run.id} progress`)]] : []),
     ["Attempt", run.attempts.length ? `${run.attempt} (earlier ones below)` : String(run.attempt)],
     ["Experiment", link(`/experiments/${run.experiment_id}`, `experiment #${run.experiment_id}`)],
     ["Compared with", baselineText(run)],

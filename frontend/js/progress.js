@@ -20,7 +20,7 @@ export function progressText({ fraction, epoch, epochs, seconds_left: left }) {
   if (epochs) parts.push(`epoch ${Math.min((epoch ?? 0) + 1, epochs)}/${epochs}`);
   parts.push(`${Math.floor(100 * (fraction || 0))}%`);
   if (left !== null && left !== undefined) parts.push(`about ${fmtDuration(left)} left`);
-  else if (left === null && (fraction || 0) < 1) parts.push("time left known after the first epoch");
+  else if (left === null && (fraction || 0) < 1) parts.push("time left after epoch 1");
   return parts.join(" · ");
 }
 

@@ -149,7 +149,7 @@ def test_ties_are_broken_as_stated() -> None:
                 area_mm2=rng.choice([1.0, 2.0, 3.0]),
                 seconds=rng.choice([0.5, 1.0]),
                 energy_pj=rng.choice([10.0, 20.0]),
-            )  # fmt: skip
+            )
             for i in range(rng.randrange(1, 12))
         ]
         budget = rng.choice([0.5, 1.0, 2.0, 3.0])

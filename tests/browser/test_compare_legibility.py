@@ -153,6 +153,10 @@ DESIGNS = {
     ("sparsetrain", "tpu-like"): ((0.88, 0.9, 0.92), 3.0),
 }
 T_975_2 = 4.302652729911275  # Student's t, 97.5% quantile, 2 degrees of freedom
+DENSE = {"rows": 16, "cols": 18, "ifmap_sram_kib": 24, "filter_sram_kib": 24,
+         "ofmap_sram_kib": 12, "area_mm2": 2.5, "seconds": 0.5, "energy_pj": 1e8}  # fmt: skip
+ISO_AREA = {"area_budget_mm2": 2.6, "candidates": 384, "within_area": 90, "fastest": DENSE,
+            "lowest_energy": DENSE}  # fmt: skip
 
 
 def seed_design_points(server: Server) -> list[int]:
@@ -188,13 +192,16 @@ def seed_design_points(server: Server) -> list[int]:
         run_ids = []
         for accelerator in ("edge", "tpu-like"):
             for seed in range(3):
-                base = run("baseline", accelerator, seed, speedup=1.0, accuracy=0.9 + seed / 100)
+                base = run("baseline", accelerator, seed, speedup=1.0, accuracy=0.9 + seed / 100,
+                           stall_share=0.5)  # fmt: skip
                 run_ids.append(base.id)
                 for (technique, on), (speedups, drop) in DESIGNS.items():
                     if on == accelerator:
                         accuracy = base.accuracy - drop / 100
                         made = run(technique, accelerator, seed, speedup=speedups[seed],
-                                   accuracy=accuracy, baseline_run_id=base.id)  # fmt: skip
+                                   accuracy=accuracy, baseline_run_id=base.id, stall_share=0.3,
+                                   iso_area_speedup=0.9 * speedups[seed],
+                                   iso_area_energy_ratio=1.1, iso_area=ISO_AREA)  # fmt: skip
                         run_ids.append(made.id)
         return run_ids
 
@@ -261,5 +268,21 @@ def test_pareto_plots_design_points_shaped_by_accelerator_baselines_apart(
         ("technique", "mercury"), ("technique", "sparsetrain"), ("technique", "baseline"),
         ("accelerator", "edge"), ("accelerator", "tpu-like"),
     ]  # fmt: skip
+
+    # The summary beside the chart: both comparisons and both stall shares per design point.
+    table = page.locator("#group-summary table")
+    head = table.locator("thead th").all_inner_texts()
+    row = table.locator("tbody tr").filter(has_text="mercury").filter(has_text="edge")
+    cells = dict(
+        zip((h.rstrip(" ▲▼") for h in head), row.locator("td").all_inner_texts(), strict=True)
+    )
+    assert cells["Speedup, same array (×)"] == "1.5 ± 0.124"
+    assert cells["Iso-area speedup (×)"] == "1.35 ± 0.112"
+    assert cells["Iso-area energy ratio"].startswith("1.1 ± 0")
+    assert cells["Stall share"].startswith("0.3 ± 0") and cells["Baseline stall share"].startswith(
+        "0.5 ± 0"
+    )
+    assert cells["Iso-area dense designs"] == "fastest, least energy: 16×18, 24/24/12 KiB, 2.5 mm²"
+    page.locator("#group-summary").screenshot(path=screenshots / "compare-summary-iso-area.png")
     assert console.errors == []
     context.close()

@@ -9,8 +9,10 @@ epoch k replaces every stored epoch from k on, so a delivery that trains again a
 died (from epoch 1: a training is deterministic for its seed) never adds to the earlier
 delivery's epochs, and `store_results` then replaces them with the same ones (a training that
 fails after its epochs keeps them: they show how far it got).
-`simulate_pending_runs` serves a training already done (a retried run, or runs left open beside
-it): it simulates the stored workload without training anew.
+`refresh_iso_area` compares each technique run with the best dense designs of no more area
+(worker.sim.iso_area) once its baseline's training is stored, whichever of the two is stored
+last. `simulate_pending_runs` serves a training already done (a retried run, or runs left open
+beside it): it simulates the stored workload without training anew.
 
 A simulation whose totals or layer figures are not finite (an accelerator config outside the
 plausible ranges that somehow reached the worker: a row written before the ranges existed, or
@@ -36,10 +38,18 @@ from backend.delivery.claims import lease_held
 from backend.experiments.service import TERMINAL, refresh_experiment_status
 from backend.settings import Settings
 from backend.specs.accelerator import AcceleratorConfig
-from backend.specs.figures import HARDWARE, LAYER_MEASURES, SIMULATED, TRAINING_ONLY, Measure
+from backend.specs.figures import (
+    HARDWARE,
+    ISO_AREA,
+    LAYER_MEASURES,
+    SIMULATED,
+    TRAINING_ONLY,
+    Measure,
+)
 from backend.techniques.mercury.params import MercuryParams
 from worker.sim import SimulationResult, Workload, simulate_many
 from worker.sim.area import AreaBreakdown, McacheSize, area
+from worker.sim.iso_area import choose, dense_candidates, evaluate
 
 DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
 
@@ -174,6 +184,8 @@ def store_simulation(
             did_not_learn=not_learned,
             **measured(SIMULATED + TRAINING_ONLY, totals),
             **measured(HARDWARE, hardware),
+            **{measure.key: None for measure in ISO_AREA},  # refresh_iso_area's, anew
+            iso_area=None,
             summary={
                 **asdict(totals),
                 "area_um2": hardware.components,
@@ -214,6 +226,55 @@ def refresh_speedups(db: Session, experiment_id: int) -> None:
     )
 
 
+def refresh_iso_area(db: Session, experiment_id: int) -> None:
+    """The iso-area measures of the experiment's done technique runs that lack them and whose
+    baseline's training is stored: the dense family of each run's accelerator simulated on that
+    training's workload, each design once per training."""
+    baseline = aliased(Run)
+    pending = db.execute(
+        select(Run, baseline.training_id)
+        .join(baseline, baseline.id == Run.baseline_run_id)
+        .join(Training, Training.id == baseline.training_id)
+        .where(
+            Run.experiment_id == experiment_id,
+            Run.status == "done",
+            Run.is_baseline.is_(False),
+            Run.iso_area_speedup.is_(None),
+            Run.seconds > 0,
+            Run.energy_pj > 0,
+            Run.area_mm2.is_not(None),
+            Training.status == "done",
+            Training.workload.is_not(None),
+        )
+    ).all()
+    by_training: dict[int, list[Run]] = {}
+    for run, training_id in pending:
+        by_training.setdefault(training_id, []).append(run)
+    for training_id, runs in by_training.items():
+        training = db.get(Training, training_id)
+        assert training is not None and training.workload is not None
+        families = {
+            run.id: dense_candidates(AcceleratorConfig.model_validate(run.accelerator_config))
+            for run in runs
+        }
+        workload = Workload.from_dict(training.workload)
+        designs = {design.model_dump_json(): design for f in families.values() for design in f}
+        costs = dict(zip(designs, evaluate(workload, list(designs.values())), strict=True))
+        for run in runs:
+            found = choose([costs[d.model_dump_json()] for d in families[run.id]], run.area_mm2)
+            if found is None:
+                continue
+            db.execute(
+                update(Run)
+                .where(Run.id == run.id, Run.iso_area_speedup.is_(None))
+                .values(
+                    iso_area_speedup=found.speedup(run.seconds),
+                    iso_area_energy_ratio=found.energy_ratio(run.energy_pj),
+                    iso_area=found.to_dict(),
+                )
+            )
+
+
 def _simulate(training: Training, runs: list[Run]) -> list[SimulationResult]:
     workload = Workload.from_dict(training.workload or {})
     accelerators = [AcceleratorConfig.model_validate(run.accelerator_config) for run in runs]
@@ -232,6 +293,7 @@ def _store_simulations(db: Session, training: Training, runs: list[Run], margin:
             db, run, sim, training.test_accuracy, training.test_loss, not_learned
         )
     refresh_speedups(db, training.experiment_id)
+    refresh_iso_area(db, training.experiment_id)
     refresh_experiment_status(db, training.experiment_id)
     return done
 

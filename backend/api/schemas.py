@@ -129,6 +129,33 @@ class RunMetrics(RunMeasuresOut):  # type: ignore[misc,valid-type]
     )
 
 
+class DenseDesignOut(BaseModel):
+    """A dense design of a run's iso-area family (worker/sim/iso_area.py) and what the run's
+    baseline training costs on it."""
+
+    rows: int
+    cols: int
+    ifmap_sram_kib: int
+    filter_sram_kib: int
+    ofmap_sram_kib: int
+    area_mm2: float = Field(description="its area at the run's node, mm²")
+    seconds: float = Field(description="the baseline's training on it, s")
+    energy_pj: float = Field(description="the baseline's training on it, pJ")
+
+
+class IsoAreaOut(BaseModel):
+    """The dense designs behind a run's iso-area measures: extensions off, dense storage, the
+    run's clock, dataflow, word size and node; rows, columns and SRAMs varied over a grid."""
+
+    area_budget_mm2: float = Field(description="the run's area, extensions included, mm²")
+    candidates: int = Field(description="designs in the family")
+    within_area: int = Field(description="of them, those of equal or smaller area")
+    fastest: DenseDesignOut = Field(description="the one the iso-area speedup compares with")
+    lowest_energy: DenseDesignOut = Field(
+        description="the one the iso-area energy ratio compares with"
+    )
+
+
 class RunOut(RunMetrics):
     id: int
     experiment_id: int
@@ -155,6 +182,9 @@ class RunOut(RunMetrics):
     finished_at: datetime | None
     tags: list[str]
     notes: str
+    iso_area: IsoAreaOut | None = Field(
+        None, description="the dense designs of equal or smaller area it is compared with"
+    )
 
 
 class LayerOut(LayerMeasuresOut):  # type: ignore[misc,valid-type]
@@ -321,6 +351,27 @@ class RunGroup(BaseModel):
         None, description="energy-delay product of the training: energy_pj x seconds, pJ·s"
     )
     area_mm2: EstimateOut | None = Field(None, description="accelerator area at 45 nm, mm²")
+    stall_share: EstimateOut | None = Field(
+        None, description="stall cycles / total cycles: the share spent waiting on DRAM"
+    )
+    baseline_stall_share: EstimateOut | None = Field(
+        None, description="the stall share of each run's baseline (a baseline's own)"
+    )
+    iso_area_speedup: EstimateOut | None = Field(
+        None,
+        description="time of the fastest dense design of equal or smaller area / run time "
+        "(technique runs)",
+    )
+    iso_area_energy_ratio: EstimateOut | None = Field(
+        None,
+        description="run energy / energy of the lowest-energy dense design of equal or smaller "
+        "area (technique runs)",
+    )
+    iso_area: IsoAreaOut | None = Field(
+        None,
+        description="the dense designs of the group's first run that has them (its seeds share "
+        "the area budget, and a dense design costs their baselines' trainings alike)",
+    )
 
 
 class ParetoPoint(BaseModel):

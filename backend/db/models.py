@@ -278,6 +278,8 @@ class Run(RunMeasureColumns, Base):
     # test accuracy below chance + the did-not-learn margin (a setting); None until trained
     did_not_learn: Mapped[bool | None] = mapped_column(Boolean)
     summary: Mapped[dict[str, Any] | None]  # the simulator's totals, whole
+    # The dense designs behind the iso-area measures (worker.sim.iso_area.IsoArea.to_dict()).
+    iso_area: Mapped[dict[str, Any] | None]
 
     experiment: Mapped[Experiment] = relationship(back_populates="runs")
     layers: Mapped[list[LayerResult]] = relationship(

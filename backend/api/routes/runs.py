@@ -272,8 +272,8 @@ GROUPABLE = {
     "is_baseline": Run.is_baseline,
 }
 SUMMARISED = (
-    "accuracy", "speedup", "energy_ratio", "total_cycles", "seconds", "energy_pj", "dram_bytes",
-    "area_mm2",
+    "accuracy", "speedup", "energy_ratio", "iso_area_speedup", "iso_area_energy_ratio",
+    "total_cycles", "seconds", "stall_share", "energy_pj", "dram_bytes", "area_mm2",
 )  # fmt: skip
 
 

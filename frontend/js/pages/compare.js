@@ -10,7 +10,7 @@ import { textEditor } from "../text-blocks.js";
 
 const $ = (id) => document.getElementById(id);
 const dashboardMatch = location.pathname.match(/^\/dashboards\/([^/]+)$/);
-const state = { dashboard: null, runIds: [], charts: [...CHART_IDS], texts: [], data: { runs: [] } };
+const state = { dashboard: null, runIds: [], charts: [...CHART_IDS], texts: [], data: { runs: [], design_points: [] } };
 
 function showError(message) {
   $("page-errors").textContent = message;
@@ -31,7 +31,7 @@ async function redraw() {
     : "No runs selected: pick runs in the run table and press “Compare selected”.";
   await Promise.all([
     groupTable($("group-summary"), runs),
-    drawCharts($("charts"), state.charts, runs, state.dashboard ? state.dashboard.texts : []),
+    drawCharts($("charts"), state.charts, runs, state.dashboard ? state.dashboard.texts : [], state.data.design_points),
   ]);
 }
 

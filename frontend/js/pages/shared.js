@@ -12,7 +12,7 @@ async function main() {
     document.getElementById("title").textContent = shared.name;
     const runs = shared.data.runs;
     document.getElementById("run-summary").textContent = `${runs.length} run(s): ${runs.map((r) => `#${r.id}`).join(", ")}`;
-    await drawCharts(document.getElementById("charts"), shared.charts, runs, shared.texts);
+    await drawCharts(document.getElementById("charts"), shared.charts, runs, shared.texts, shared.data.design_points);
   } catch (error) {
     document.getElementById("page-errors").textContent = describe(error);
   }

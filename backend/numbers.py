@@ -10,8 +10,8 @@ Model: a number is written with a unit that says how to read it.
 - Unscaled: "mm²", a ratio ("×", written "0.998×"), a fraction as per cent ("%", 0.973 ->
   "97.3%"), a difference of fractions in points ("pt", always signed), a plain number ("").
 - A lone value has three significant figures, but never loses integer digits (1,024 stays
-  1,024), and a whole plain number is written whole (a seed, 16); a plain number below 1e-3 or from 1e15 up is written in scientific notation
-  ("5.47e-7").
+  1,024), and a whole plain number is written whole (a seed, 16); a plain number below 1e-3
+  or from 1e15 up is written in scientific notation ("5.47e-7").
 - A mean with an interval (or a spread): the half-width to two significant figures and the mean
   to the same decimal place, both in the unit the larger of the two picks ("171.0 ± 5.5 µJ");
   the mean keeps at most six significant figures.
@@ -134,8 +134,9 @@ def format_value(value: float | int | None, unit: str = "", signed: bool = False
         steps = SCALES[unit]
         following = steps.index((factor, name)) + 1
         # 999.96 ms rounds to 1,000 ms: written as the next step, 1.00 s
-        if following < len(steps) and abs(float(_round(_decimal(scaled), decimals))) * factor >= (
-            steps[following][0]
+        if (
+            following < len(steps)
+            and abs(float(_round(_decimal(scaled), decimals))) * factor >= (steps[following][0])
         ):
             factor, name = steps[following]
             scaled = number / factor
@@ -166,12 +167,12 @@ def format_estimate(
         factor, name = _step(unit, max(abs(centre), spread))
         centre, spread = centre / factor, spread / factor
     elif not unit and (max(abs(centre), spread) < 1e-3 or max(abs(centre), spread) >= 1e15):
-        return (
-            f"{_scientific(centre, SIGNIFICANT)} ± {_scientific(spread, INTERVAL_SIGNIFICANT)}"
-        )
+        return f"{_scientific(centre, SIGNIFICANT)} ± {_scientific(spread, INTERVAL_SIGNIFICANT)}"
     decimals = _decimals(spread, INTERVAL_SIGNIFICANT)
     if centre != 0:
-        decimals = min(decimals, max(0, MEAN_MAX_SIGNIFICANT - 1 - _decimal(abs(centre)).adjusted()))
+        decimals = min(
+            decimals, max(0, MEAN_MAX_SIGNIFICANT - 1 - _decimal(abs(centre)).adjusted())
+        )
     half_text = _fixed(spread, decimals)
     if _round(_decimal(spread), decimals) == 0:  # far below the mean's sixth figure
         half_text = (

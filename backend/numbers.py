@@ -5,7 +5,7 @@ table of cases to both and compares what they write.
 
 Model: a number is written with a unit that says how to read it.
 - Scaled units: a time in seconds ("s") as ns/µs/ms/s/min/h, an energy stored in pJ ("pJ") as
-  pJ/nJ/µJ/mJ/J/kJ, a size in bytes ("bytes") as B/KiB/MiB/GiB/TiB, a count ("cycles", "MACs",
+  pJ/nJ/µJ/mJ/J/kJ (and an energy-delay product, "pJ·s", alike), a size in bytes ("bytes") as B/KiB/MiB/GiB/TiB, a count ("cycles", "MACs",
   "words") with k/M/G/T. The step is the largest whose factor the value reaches.
 - Unscaled: "mm²", a ratio ("×", written "0.998×"), a fraction as per cent ("%", 0.973 ->
   "97.3%"), a difference of fractions in points ("pt", always signed), a plain number ("").
@@ -43,6 +43,7 @@ SCALES: dict[str, tuple[tuple[float, str], ...]] = {
     "s": ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1, "s"), (60, "min"), (3600, "h")),
     "pJ": ((1, "pJ"), (1e3, "nJ"), (1e6, "µJ"), (1e9, "mJ"), (1e12, "J"), (1e15, "kJ")),
     "bytes": ((1, "B"), (1024, "KiB"), (1024**2, "MiB"), (1024**3, "GiB"), (1024**4, "TiB")),
+    "pJ·s": ((1, "pJ·s"), (1e3, "nJ·s"), (1e6, "µJ·s"), (1e9, "mJ·s"), (1e12, "J·s")),
     "cycles": _count("cycles"),
     "MACs": _count("MACs"),
     "words": _count("words"),

@@ -76,6 +76,7 @@ ESTIMATES: list[tuple[Any, Any, str, bool, str]] = [
     (-0.0052, 0.0031, "pt", False, "-0.52 ± 0.31 pt"),
     (0.0123, 0.00047, "s", False, "12.30 ± 0.47 ms"),
     (2_361_234, 12_345, "cycles", False, "2.361 ± 0.012 M cycles"),
+    (2.1e6, 3.3e4, "pJ·s", False, "2.100 ± 0.033 µJ·s"),
     (123_456.7, 2_345.6, "", False, "123,457 ± 2,346"),  # integer digits stay
     (0.123_456_7, 0.002_355_6, "", False, "0.1235 ± 0.0024"),
     (5.0e-7, 1.0e-8, "", False, "5.00e-7 ± 1.0e-8"),
@@ -98,7 +99,7 @@ def _random_cases(count: int) -> list[dict[str, Any]]:
     """Values over twenty decades and both signs, exact ties among them (x.5 at the rounding
     place), in every unit."""
     rng = random.Random(27)
-    units = ["", "×", "%", "pt", "pJ", "bytes", "s", "cycles", "MACs", "mm²"]
+    units = ["", "×", "%", "pt", "pJ", "pJ·s", "bytes", "s", "cycles", "MACs", "words", "mm²"]
     cases = []
     for _ in range(count):
         if rng.random() < 0.2:

@@ -218,7 +218,7 @@ def _all_columns() -> Iterator[RunColumn]:
         ("dram_words", "DRAM words", "words", "DRAM traffic in the accelerator's words",
          cast(Run.dram_bytes, Float)
          / func.nullif(Run.accelerator_config["word_bytes"].as_float(), 0)),
-        ("energy_delay", "EDP", "", "energy-delay product: energy (pJ) x time (s), pJ·s",
+        ("energy_delay", "EDP", "pJ·s", "energy-delay product: energy (pJ) x time (s)",
          Run.energy_pj * Run.seconds),
     )  # fmt: skip
     for key, label, unit, description, expression in derived:

@@ -2,7 +2,7 @@
 
 // Numbers for people, by the rules of backend/numbers.py (the same rules, the same cases:
 // tests/test_number_format.py runs both). A unit says how to read a number: "s", "pJ", "bytes",
-// "cycles", "MACs", "words" are scaled (ms/s, µJ/mJ/J, MiB/GiB, k/M/G); "mm²", "×" (a ratio),
+// "pJ·s", "cycles", "MACs", "words" are scaled (ms/s, µJ/mJ/J, MiB/GiB, k/M/G); "mm²", "×" (a ratio),
 // "%" (a fraction), "pt" (a difference of fractions) and "" (plain) are not. A lone value has three
 // significant figures (never fewer than its integer digits; a whole plain number stays whole); a mean ± half-width shows the
 // half-width to two and the mean to the same decimal place.
@@ -16,6 +16,7 @@ const SCALES = {
   s: [[1e-9, "ns"], [1e-6, "µs"], [1e-3, "ms"], [1, "s"], [60, "min"], [3600, "h"]],
   pJ: [[1, "pJ"], [1e3, "nJ"], [1e6, "µJ"], [1e9, "mJ"], [1e12, "J"], [1e15, "kJ"]],
   bytes: [[1, "B"], [1024, "KiB"], [1024 ** 2, "MiB"], [1024 ** 3, "GiB"], [1024 ** 4, "TiB"]],
+  "pJ·s": [[1, "pJ·s"], [1e3, "nJ·s"], [1e6, "µJ·s"], [1e9, "mJ·s"], [1e12, "J·s"]],
   cycles: count("cycles"),
   MACs: count("MACs"),
   words: count("words"),

@@ -113,11 +113,11 @@ def list_runs(
 
 
 @router.get("/columns", response_model=list[RunColumnOut])
-def columns() -> list[RunColumnOut]:
+def columns(_user: CurrentUser) -> list[RunColumnOut]:
     """Every column the run list can show (`column=`), sort by (`sort=`, where `sortable`),
     filter by range (`range=`, the sortable numbers) and group by (`/runs/summary?by=`, where
     `groupable`): the run's fields and measures, derived figures, epoch figures over the
-    training, and every training, accelerator and technique field. Public, like the figures."""
+    training, and every training, accelerator and technique field."""
     return [
         RunColumnOut(
             key=c.key,

@@ -1,5 +1,6 @@
 // Speedup against accuracy, one colour per technique, the Pareto front drawn and ringed.
 
+import { formatValue } from "../format.js";
 import { baseLayout, emptyFigure, finished, groupBy, hoverText, techniqueColor } from "./common.js";
 
 export default {
@@ -14,8 +15,8 @@ export default {
         type: "scatter", mode: "markers", name: technique,
         x: group.map((r) => r.speedup), y: group.map((r) => r.accuracy * 100),
         text: group.map((r) => hoverText(r, [
-          `speedup: ${r.speedup.toFixed(3)}×`, `accuracy: ${(r.accuracy * 100).toFixed(2)}%`,
-          `accuracy drop: ${r.accuracy_drop === null ? "–" : (r.accuracy_drop * 100).toFixed(2) + " pts"}`,
+          `speedup: ${formatValue(r.speedup, "×")}`, `accuracy: ${formatValue(r.accuracy, "%")}`,
+          `accuracy drop: ${formatValue(r.accuracy_drop, "pt")}`,
           r.on_front ? "<i>on the Pareto front</i>" : "",
         ])),
         hovertemplate: "%{text}<extra></extra>",

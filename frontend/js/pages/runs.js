@@ -77,7 +77,7 @@ let showGroups = null;
 table.load().then(() => {
   const swept = [...new Set((table.page?.items || []).flatMap((r) => Object.keys(r.params || {})))]
     .filter((key) => !["technique", "accelerator", "seed"].includes(key)).sort();
-  showGroups = groupByControl(document.getElementById("group-control"), document.getElementById("run-groups"), table, swept);
+  groupByControl(document.getElementById("group-control"), document.getElementById("run-groups"), table, swept).then((show) => { showGroups = show; });
 });
 columnChooser(document.getElementById("column-control"), table);
 const filtered = table.onChange;

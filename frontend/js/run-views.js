@@ -15,17 +15,11 @@ const GROUP_LEVELS = 3;
 export async function columnChooser(container, table) {
   let chosen = DEFAULT_COLUMNS;
   let catalogue = [];
-  try {
-    catalogue = await loadColumns();
-  } catch (error) {
-    container.replaceChildren(el("span", { class: "errors-box", role: "alert", text: `columns: ${describe(error)}` }));
-  }
-  try {
-    const stored = await getJson(`${API}/preferences`);
-    if (stored.run_table_columns) chosen = stored.run_table_columns;
-  } catch {
-    // preferences unavailable: the default columns still work
-  }
+  const [columns, stored] = await Promise.allSettled([loadColumns(), getJson(`${API}/preferences`)]);
+  if (columns.status === "fulfilled") catalogue = columns.value;
+  else container.replaceChildren(el("span", { class: "errors-box", role: "alert", text: `columns: ${describe(columns.reason)}` }));
+  // preferences unavailable: the default columns still work
+  if (stored.status === "fulfilled" && stored.value.run_table_columns) chosen = stored.value.run_table_columns;
   table.setColumns(chosen, catalogue);
   const status = el("span", { class: "muted", role: "status" });
   const find = el("input", { type: "search", placeholder: "find a column", "aria-label": "find a column" });
@@ -97,7 +91,7 @@ export async function groupByControl(container, target, table, sweptKeys) {
     }),
     sweptKeys.length ? el("optgroup", { label: "Swept values" }, sweptKeys.map((key) => el("option", { value: `param:${key}`, text: `swept: ${key}` }))) : null,
   ];
-  const selects = Array.from({ length: GROUP_LEVELS }, (_, i) => el("select", { id: `group-by-${i + 1}`, name: "group-by", "aria-label": i ? `then group by (${i + 1})` : "Group by" }, options()));
+  const selects = Array.from({ length: GROUP_LEVELS }, (_, i) => el("select", { id: `group-by-${i + 1}`, name: "group-by", "aria-label": i ? `then group by (${i + 1})` : "Group by" }, ...options()));
   const label = (key) => byKey.get(key)?.label ?? key.replace(/^param:/, "swept: ");
   const show = async () => {
     const keys = selects.map((s) => s.value).filter(Boolean);

@@ -57,8 +57,9 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
     page.wait_for_selector("section[data-paper=mercury] table.paper-results")
     ours = mercury.locator("tr[data-accelerator=mercury-like]").locator("td").all_inner_texts()
     # seeds 0, 1, 2 at 1.5x, 1.6x, 1.7x: mean 1.60, 95% half-width t(2) * 0.1 / sqrt(3) = 0.25
-    assert ours[:2] == ["3 of 3", "1.60× ± 0.25"]
-    assert ours[3] == "−0.50 pt ± 1.24 pt"  # deltas −1, −0.5, 0 points
+    assert ours[:2] == ["3 of 3", "1.60 ± 0.25×"]
+    # deltas −1, −0.5, 0 points: half-width 1.24 to two figures, the mean to its precision
+    assert ours[3] == "-0.5 ± 1.2 pt"
     # Half of 1.97x in log terms is reached, but the accuracy interval reaches below −1 point.
     assert ours[4] == "partial gain"
     verdict = mercury.locator("tr[data-accelerator=mercury-like] td.verdict")

@@ -5,8 +5,9 @@ table of cases to both and compares what they write.
 
 Model: a number is written with a unit that says how to read it.
 - Scaled units: a time in seconds ("s") as ns/µs/ms/s/min/h, an energy stored in pJ ("pJ") as
-  pJ/nJ/µJ/mJ/J/kJ (and an energy-delay product, "pJ·s", alike), a size in bytes ("bytes") as B/KiB/MiB/GiB/TiB, a count ("cycles", "MACs",
-  "words") with k/M/G/T. The step is the largest whose factor the value reaches.
+  pJ/nJ/µJ/mJ/J/kJ (and an energy-delay product, "pJ·s", alike), a size in bytes ("bytes")
+  as B/KiB/MiB/GiB/TiB, a count ("cycles", "MACs", "words") with k/M/G/T. The step is the
+  largest whose factor the value reaches.
 - Unscaled: "mm²", a ratio ("×", written "0.998×"), a fraction as per cent ("%", 0.973 ->
   "97.3%"), a difference of fractions in points ("pt", always signed), a plain number ("").
 - A lone value has three significant figures, but never loses integer digits (1,024 stays

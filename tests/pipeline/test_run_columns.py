@@ -5,20 +5,15 @@ several at once (PostgreSQL and SQLite, against values read from the stored runs
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from backend.api.app import create_app
-from backend.db import migrate
 from backend.db.models import EpochMetric, Run, Training
 from backend.db.session import session_scope
-from backend.settings import Settings
 from backend.specs.techniques import EPOCH_FIGURES
 from tests.pipeline.conftest import TINY_TRAINING
 
@@ -33,51 +28,43 @@ SPEC = {
 FIGURES = {figure.key: figure for figure in EPOCH_FIGURES}
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
-def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[TestClient, dict]]:
+@pytest.fixture
+def seeded(any_database: tuple[TestClient, str]) -> tuple[TestClient, dict]:
     """An experiment's runs given random statuses, figures, times and epochs; with the runs'
     reference values per column, read from the stored run in Python."""
-    if request.param == "postgresql":
-        settings = request.getfixturevalue("pg_settings")
-    else:
-        settings = Settings(data_dir=tmp_path / "data", reconcile_interval=0)
-        settings.ensure_data_dir()
-        migrate.upgrade(settings.effective_database_url)
-    with TestClient(create_app(settings)) as api:
-        experiment = api.post("/api/v1/experiments", json=SPEC).json()
-        rng = random.Random(27)
-        with session_scope(settings.effective_database_url) as db:
-            runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
-            for run in runs:
-                run.status = rng.choice(["done", "done", "done", "queued", "failed"])
-                if run.status != "queued":
-                    run.started_at = run.created_at + timedelta(seconds=rng.uniform(0, 5))
-                    run.finished_at = run.started_at + timedelta(seconds=rng.uniform(1, 900))
-                if run.status == "done":
-                    run.accuracy = rng.uniform(0.1, 0.99)
-                    run.total_cycles = rng.randrange(10**5, 10**7)
-                    run.stall_cycles = rng.randrange(0, run.total_cycles)
-                    run.dram_bytes = rng.randrange(10**4, 10**9)
-                    run.energy_pj = rng.uniform(1e6, 1e9)
-                    run.seconds = rng.uniform(1e-3, 1.0)
-            for training in db.scalars(select(Training)):
-                for epoch in (1, 2):
-                    figures = {"density_fwd": rng.random()}
-                    if rng.random() < 0.7:
-                        figures["hit_rate"] = rng.random()
-                    db.add(
-                        EpochMetric(
-                            training_id=training.id, epoch=epoch, figures=figures, per_layer={}
-                        )
-                    )
-        with session_scope(settings.effective_database_url) as db:
-            runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
-            epochs: dict[int, list[dict]] = {}
-            for metric in db.scalars(select(EpochMetric).order_by(EpochMetric.epoch)):
-                epochs.setdefault(metric.training_id, []).append(metric.figures)
-            by_id = {run.id: run for run in runs}
-            reference = {run.id: _reference(run, by_id, epochs) for run in runs}
-        yield api, reference
+    api, database_url = any_database
+    experiment = api.post("/api/v1/experiments", json=SPEC).json()
+    rng = random.Random(27)
+    with session_scope(database_url) as db:
+        runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
+        for run in runs:
+            run.status = rng.choice(["done", "done", "done", "queued", "failed"])
+            if run.status != "queued":
+                run.started_at = run.created_at + timedelta(seconds=rng.uniform(0, 5))
+                run.finished_at = run.started_at + timedelta(seconds=rng.uniform(1, 900))
+            if run.status == "done":
+                run.accuracy = rng.uniform(0.1, 0.99)
+                run.total_cycles = rng.randrange(10**5, 10**7)
+                run.stall_cycles = rng.randrange(0, run.total_cycles)
+                run.dram_bytes = rng.randrange(10**4, 10**9)
+                run.energy_pj = rng.uniform(1e6, 1e9)
+                run.seconds = rng.uniform(1e-3, 1.0)
+        for training in db.scalars(select(Training)):
+            for epoch in (1, 2):
+                figures = {"density_fwd": rng.random()}
+                if rng.random() < 0.7:
+                    figures["hit_rate"] = rng.random()
+                db.add(
+                    EpochMetric(training_id=training.id, epoch=epoch, figures=figures, per_layer={})
+                )
+    with session_scope(database_url) as db:
+        runs = list(db.scalars(select(Run).where(Run.experiment_id == experiment["id"])))
+        epochs: dict[int, list[dict]] = {}
+        for metric in db.scalars(select(EpochMetric).order_by(EpochMetric.epoch)):
+            epochs.setdefault(metric.training_id, []).append(metric.figures)
+        by_id = {run.id: run for run in runs}
+        reference = {run.id: _reference(run, by_id, epochs) for run in runs}
+    return api, reference
 
 
 def _reference(run: Run, runs: dict[int, Run], epochs: dict[int, list[dict]]) -> dict:

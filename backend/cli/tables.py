@@ -183,9 +183,10 @@ def summary_table(groups: list[dict[str, Any]]) -> Table:
         caption_justify="left",
     )
     for header in ("technique", "accelerator", "swept values", "compared with", "seeds"):
-        table.add_column(header, overflow="fold")
+        table.add_column(header, no_wrap=header != "swept values", overflow="fold")
+    # Narrow terminals wrap a figure at its spaces ("171.0 ±" over "5.5 µJ"), never cut it.
     for _, header, _unit in SUMMARY_FIGURES:
-        table.add_column(header, justify="right", no_wrap=True)
+        table.add_column(header, justify="right", overflow="fold")
     for group in groups:
         swept = ", ".join(
             f"{k}={v}" for k, v in group["params"].items() if k not in ("technique", "accelerator")

@@ -3,9 +3,14 @@ run's accelerator, with the run's metrics and `done` together.
 
 `store_results` writes everything of one delivery in one transaction that first checks the
 delivery still holds its lease (`backend.delivery.claims`): a reader never sees a run `done`
-without its metrics, and a superseded delivery writes nothing. `simulate_pending_runs` serves a
-training already done (a retried run, or runs left open beside it): it simulates the stored
-workload without training anew.
+without its metrics, and a superseded delivery writes nothing. Before that, `store_epoch` stores
+each epoch as it is measured, under the same lease, so a training's curves grow while it runs:
+epoch k replaces every stored epoch from k on, so a delivery that trains again after a worker
+died (from epoch 1: a training is deterministic for its seed) never adds to the earlier
+delivery's epochs, and `store_results` then replaces them with the same ones (a training that
+fails after its epochs keeps them: they show how far it got).
+`simulate_pending_runs` serves a training already done (a retried run, or runs left open beside
+it): it simulates the stored workload without training anew.
 
 A simulation whose totals or layer figures are not finite (an accelerator config outside the
 plausible ranges that somehow reached the worker: a row written before the ranges existed, or
@@ -250,6 +255,28 @@ def simulate_pending_runs(
         return _store_simulations(db, training, runs, did_not_learn_margin)
 
 
+def _epoch_row(training_id: int, epoch: Any) -> EpochMetric:
+    return EpochMetric(training_id=training_id, **asdict(epoch))
+
+
+def store_epoch(database_url: str, training_id: int, attempt: int, epoch: Any) -> bool:
+    """Store one measured epoch (an `EpochMetrics`) of a running training, replacing the stored
+    epochs from its number on; False, with nothing written, when the lease was lost."""
+    with session_scope(database_url) as db:
+        held = db.execute(
+            update(Training).where(lease_held(training_id, attempt)).values(heartbeat_at=_now())
+        ).rowcount
+        if not held:
+            return False
+        db.execute(
+            delete(EpochMetric).where(
+                EpochMetric.training_id == training_id, EpochMetric.epoch >= epoch.epoch
+            )
+        )
+        db.add(_epoch_row(training_id, epoch))
+    return True
+
+
 def store_results(
     db: Session,
     training_id: int,
@@ -279,7 +306,7 @@ def store_results(
     if not stored:
         return False
     db.execute(delete(EpochMetric).where(EpochMetric.training_id == training_id))
-    db.add_all(EpochMetric(training_id=training_id, **asdict(epoch)) for epoch in result.epochs)
+    db.add_all(_epoch_row(training_id, epoch) for epoch in result.epochs)
     training = db.get(Training, training_id)
     assert training is not None
     runs = list(

@@ -76,6 +76,28 @@ class RunCounts(BaseModel):
     cancelled: int = 0
 
 
+class ProgressOut(BaseModel):
+    """How far an open run has got (backend/experiments/progress.py)."""
+
+    fraction: float = Field(description="of the run done, 0..1 (its training, then simulation)")
+    epoch: int = Field(description="epochs of its training measured so far")
+    epochs: int | None = Field(description="epochs its training trains")
+    seconds_left: float | None = Field(
+        description="estimated from the wall time of its measured epochs, s (None until the "
+        "first epoch is measured)"
+    )
+
+
+class ExperimentProgressOut(BaseModel):
+    """How far an experiment has got (backend/experiments/progress.py)."""
+
+    fraction: float = Field(description="mean over its runs, a finished run counted whole")
+    running: int = Field(description="trainings running now")
+    seconds_left: float | None = Field(
+        description="estimated from the epochs measured so far, s (None until one is)"
+    )
+
+
 class ExperimentOut(_Out):
     id: int
     name: str
@@ -90,6 +112,9 @@ class ExperimentOut(_Out):
     run_counts: RunCounts = Field(default_factory=RunCounts)
     total_runs: int = 0
     trainings: int = 0
+    progress: ExperimentProgressOut | None = Field(
+        None, description="fraction done and time left (one experiment's page, not the list)"
+    )
 
 
 class ExpansionPreview(BaseModel):
@@ -168,7 +193,10 @@ class _EpochBase(_Out):
     train_accuracy: float | None
     test_loss: float | None
     test_accuracy: float | None
-    seconds: float | None
+    seconds: float | None = Field(description="wall time of the epoch's training batches, s")
+    wall_seconds: float | None = Field(
+        None, description="wall time of the whole epoch, evaluation included, s"
+    )
     per_layer: dict[str, Any] = Field(description="per layer, its figures under the same keys")
 
     @model_validator(mode="before")
@@ -246,6 +274,9 @@ class RunDetail(RunOut):
         default_factory=list,
         description="the run's earlier attempts, oldest first, each ended and then retried; "
         "the current one is the run itself (`attempt`)",
+    )
+    live: ProgressOut | None = Field(
+        None, description="epoch, fraction and time left while the run is queued or running"
     )
     training_environment: dict[str, Any] | None = Field(
         None,

@@ -33,6 +33,16 @@ async function drawOne(container, chart, runs) {
   card.dataset.rendered = "true";
 }
 
+/** Draw one chart of the container again with these runs (e.g. the training curves of runs
+ * still training); false when the container does not show it. */
+export async function redrawChart(container, id, runs) {
+  const plot = container.querySelector(`.chart-card[data-chart="${id}"] .plot`);
+  if (!plot) return false;
+  const figure = chartById(id).build(runs);
+  await window.Plotly.react(plot, figure.data, figure.layout, PLOT_CONFIG);
+  return true;
+}
+
 /** A dashboard's text block: HTML the server rendered from Markdown (raw HTML escaped). */
 function textBlock(html) {
   const block = el("section", { class: "text-block" });

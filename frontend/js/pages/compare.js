@@ -1,7 +1,7 @@
 // Compare runs (/compare?ids=1,2) or open a saved dashboard (/dashboards/<id>): charts, save, share.
 
 import { API, describe, getJson, patchJson, postJson, query } from "../api.js";
-import { drawCharts } from "../chart-panel.js";
+import { drawCharts, redrawChart } from "../chart-panel.js";
 import { chartPicker } from "../chart-picker.js";
 import { CHART_IDS } from "../charts/registry.js";
 import { ShareLinks } from "../share-links.js";
@@ -115,6 +115,33 @@ async function loadDashboard(id) {
   state.data = await getJson(`${API}/dashboards/${encodeURIComponent(id)}/data`);
 }
 
+const OPEN = new Set(["queued", "running"]);
+const FOLLOW_MS = 3000;
+
+async function chartData() {
+  if (dashboardMatch) return getJson(`${API}/dashboards/${encodeURIComponent(state.dashboard.id)}/data`);
+  return getJson(`${API}/chart-data${query({ ids: state.runIds })}`);
+}
+
+/** While a compared run is open, its training curves grow as its epochs are stored; once none
+ * is, every chart is drawn again with the finished runs' figures. */
+function followOpenRuns() {
+  if (!state.data.runs.some((run) => OPEN.has(run.status))) return;
+  setTimeout(async () => {
+    try {
+      state.data = await chartData();
+      if (state.data.runs.some((run) => OPEN.has(run.status))) {
+        await redrawChart($("charts"), "curves", state.data.runs);
+      } else {
+        await redraw();
+      }
+      followOpenRuns();
+    } catch (error) {
+      showError(`Stopped following the open runs: ${describe(error)}`);
+    }
+  }, FOLLOW_MS);
+}
+
 async function main() {
   try {
     if (dashboardMatch) {
@@ -133,6 +160,7 @@ async function main() {
   });
   $("dashboard-form").addEventListener("submit", save);
   await redraw();
+  followOpenRuns();
 }
 
 main();

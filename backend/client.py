@@ -96,6 +96,10 @@ class OrreryClient:
     def run(self, run_id: int) -> dict[str, Any]:
         return self._request("GET", f"/runs/{run_id}")
 
+    def groups(self, **filters: Any) -> list[dict[str, Any]]:
+        """Design points (runs equal but for the seed) with each figure's mean and interval."""
+        return self._request("GET", "/runs/groups", params=filters)
+
     def compare(self, run_ids: list[int]) -> list[dict[str, Any]]:
         return self._request("GET", "/runs/compare", params={"ids": run_ids})
 

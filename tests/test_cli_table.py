@@ -24,7 +24,7 @@ def test_runs_table_flags_did_not_learn(monkeypatch: pytest.MonkeyPatch) -> None
     lines = {
         line.split("│")[1].strip(): line for line in captured.get().splitlines() if "│" in line
     }
-    assert "did not learn" in lines["2"] and "11.00%" in lines["2"]
+    assert "did not learn" in lines["2"] and "11.0%" in lines["2"]
     assert "did not learn" not in lines["1"] + lines["3"]
 
 
@@ -38,22 +38,22 @@ def test_runs_and_show_give_time_and_area(monkeypatch: pytest.MonkeyPatch) -> No
     with cli.console.capture() as captured:
         cli.print_runs([run, run_row(8, 0.9, False)])
     text = captured.get()
-    assert "seconds" in text and "area mm²" in text
+    assert "time" in text and "area" in text
     lines = {
         line.split("│")[1].strip(): line.split("│") for line in text.splitlines() if "│" in line
     }
-    assert [cell.strip() for cell in lines["7"][-4:-2]] == ["0.0123", "8.36"]
-    assert [cell.strip() for cell in lines["8"][-4:-2]] == ["-", "-"]  # time and area unknown
+    assert [cell.strip() for cell in lines["7"][-4:-2]] == ["12.3 ms", "8.36 mm²"]
+    assert [cell.strip() for cell in lines["8"][-4:-2]] == ["–", "–"]  # time and area unknown
 
     detail = run | {
         "experiment_id": 1, "seed": 0, "is_baseline": True, "baseline_run_id": None,
         "baseline_hardware": "dense", "training_config": {}, "technique_params": [],
         "accelerator_config": {}, "energy_pj": 5e6, "macs_actual": 1, "macs_algorithmic": 1,
-        "macs_overhead": 0, "layers": [], "epochs": [],
+        "macs_overhead": 0, "layers": [], "epochs": [], "accelerator_name": "edge",
     }  # fmt: skip
     with cli.console.capture() as captured:
         for table in cli.run_tables(detail):
             cli.console.print(table)
     shown = captured.get()
-    assert "0.0123 s for the training, 0.000246 s a step" in shown
-    assert "8.360 mm² (45 nm)" in shown
+    assert "12.3 ms for the training, 246 µs a step" in shown
+    assert "8.36 mm² (45 nm)" in shown

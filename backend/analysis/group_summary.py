@@ -1,4 +1,5 @@
-"""Runs grouped by one column: how many, and each metric's mean and sample standard deviation."""
+"""Runs grouped by one or more columns: how many, and per metric how many runs have it (n), their
+mean and sample standard deviation."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ class MetricSummary(BaseModel):
 
 
 class GroupSummary(BaseModel):
-    value: Any = Field(description="the grouping column's value shared by the group's runs")
-    runs: int
+    value: Any = Field(
+        description="the grouping column's value shared by the group's runs (grouped by several "
+        "columns: their values, in the order asked)"
+    )
+    runs: int = Field(description="runs in the group, whatever their status")
     metrics: dict[str, MetricSummary]
 
 
@@ -30,8 +34,11 @@ def mean_and_sd(values: Sequence[float]) -> MetricSummary:
     return MetricSummary(n=found.n, mean=found.mean, sd=found.sd)
 
 
-def _order(value: Any) -> tuple[int, Any]:
-    """Numbers by value, then text, then anything else (lists, None) by its text."""
+def _order(value: Any) -> Any:
+    """Numbers by value, then text, then anything else (lists, None) by its text; several
+    values place by place."""
+    if isinstance(value, tuple):
+        return tuple(_order(v) for v in value)
     if isinstance(value, int | float):
         return (0, value)
     if isinstance(value, str):
@@ -40,17 +47,17 @@ def _order(value: Any) -> tuple[int, Any]:
 
 
 def summarise_groups(rows: Iterable[Sequence[Any]], metrics: Sequence[str]) -> list[GroupSummary]:
-    """`rows` are (group value, metric values...) in the order of `metrics`; groups come out
-    sorted by value (None last)."""
+    """`rows` are (group value, metric values...) in the order of `metrics`, the value a list
+    when grouped by several columns; groups come out sorted by value (None last)."""
     grouped: dict[Any, list[Sequence[Any]]] = defaultdict(list)
     for row in rows:
-        grouped[row[0]].append(row[1:])
+        grouped[tuple(row[0]) if isinstance(row[0], list) else row[0]].append(row[1:])
     out = []
     for value in sorted(grouped, key=_order):
         members = grouped[value]
         out.append(
             GroupSummary(
-                value=value,
+                value=list(value) if isinstance(value, tuple) else value,
                 runs=len(members),
                 metrics={
                     name: mean_and_sd([float(r[i]) for r in members if r[i] is not None])

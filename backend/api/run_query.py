@@ -11,36 +11,13 @@ from sqlalchemy import Select, String, and_, cast, or_, select
 from sqlalchemy.orm import Session
 
 from backend.api.access import Viewer, visible_to
+from backend.api.run_columns import COLUMNS
 from backend.db.models import Experiment, Run
-from backend.specs.figures import RUN_MEASURES
 
-SORTABLE = {
-    "id": Run.id,
-    "created_at": Run.created_at,
-    "finished_at": Run.finished_at,
-    "status": Run.status,
-    "technique": Run.technique,
-    "model": Run.model,
-    "dataset": Run.dataset,
-    "accelerator_name": Run.accelerator_name,
-    "seed": Run.seed,
-    "progress": Run.progress,
-    **{measure.key: getattr(Run, measure.key) for measure in RUN_MEASURES},
-}
-METRICS = {
-    name
-    for name in SORTABLE
-    if name
-    not in {
-        "status",
-        "technique",
-        "model",
-        "dataset",
-        "accelerator_name",
-        "created_at",
-        "finished_at",
-    }
-}
+# Every column with an SQL expression (backend/api/run_columns.py) sorts; the numeric ones also
+# filter by range.
+SORTABLE = {key: column.expression for key, column in COLUMNS.items() if column.sortable}
+METRICS = {key for key, column in COLUMNS.items() if column.sortable and column.kind == "number"}
 
 
 @dataclass
@@ -89,7 +66,8 @@ class RunFilters:
             ordered = column.desc() if raw.startswith("-") else column.asc()
             # NULLS LAST keeps unfinished runs at the end; on NOT NULL columns it would only
             # stop the database from walking an index.
-            order.append(ordered.nulls_last() if column.expression.nullable else ordered)
+            nullable = getattr(getattr(column, "expression", column), "nullable", True)
+            order.append(ordered.nulls_last() if nullable else ordered)
         order.append(Run.id.asc())
         return order
 

@@ -187,6 +187,28 @@ class RunOut(RunMetrics):
     )
 
 
+class RunRow(RunOut):
+    """A run as the list shows it, with the extra columns asked for."""
+
+    columns: dict[str, Any] = Field(
+        default_factory=dict, description="the values of the extra columns asked for (column=)"
+    )
+
+
+class RunColumnOut(BaseModel):
+    """A column the run list can show, sort and group by (backend/api/run_columns.py)."""
+
+    key: str
+    label: str
+    group: str = Field(description="run, figure, epoch figure, training, accelerator or technique")
+    kind: str = Field(description="number, text, bool, time or list")
+    unit: str = Field(description="how its numbers read: s, pJ, bytes, cycles, ×, %, pt, ...")
+    description: str
+    sortable: bool
+    groupable: bool
+    in_row: bool = Field(description="a field of the run row itself; else in its `columns`")
+
+
 class LayerOut(LayerMeasuresOut):  # type: ignore[misc,valid-type]
     position: int
     layer: str

@@ -3,8 +3,8 @@
 Model: every command is a plain function in the module of its kind and is registered here, in
 the order `orrery --help` lists them:
 - launcher: start Orrery's processes on this machine (migrate, worker, serve, reconcile);
-- client_commands: talk to a server over HTTP (submit, runs, show, cancel, retry, compare,
-  export), printing the tables of `tables`;
+- client_commands: talk to a server over HTTP (submit, wait, runs, show, summary, cancel,
+  retry, compare, export), printing the tables of `tables`;
 - local_commands: compute here without a server (simulate);
 - admin_commands: accounts in this server's database (user create, token create).
 Where they print, and how they fail, is `output`. Open choice: registration is explicit here
@@ -27,8 +27,10 @@ for command in (
     launcher.worker,
     launcher.serve,
     client_commands.submit,
+    client_commands.wait,
     client_commands.runs,
     client_commands.show,
+    client_commands.summary,
     client_commands.cancel,
     client_commands.retry,
     client_commands.compare,

@@ -1,11 +1,13 @@
-"""The commands that talk to an Orrery server over HTTP: submit, runs, show, cancel, retry,
-compare, export.
+"""The commands that talk to an Orrery server over HTTP: submit, wait, runs, show, summary,
+cancel, retry, compare, export.
 
 Model: each opens an `OrreryClient` (backend/client.py) on --url / ORRERY_URL, or where `orrery
 serve` would listen under the same settings, with --token / ORRERY_TOKEN; a refusal or an
 unreachable server becomes an error message and exit code, never a traceback. Output is a table
-(backend/cli/tables.py) or, with --json, the server's answer as JSON. Open choice: the default
-URL follows the serve settings rather than a client-side configuration file.
+(backend/cli/tables.py) or, with --json, the server's answer as JSON. Following an experiment
+(`submit --wait`, `wait`) draws progress bars on a terminal and prints a line per change
+otherwise (a log, a pipe, CI). Open choice: the default URL follows the serve settings rather
+than a client-side configuration file.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import typer
 import yaml
 
 from backend.cli.output import console, fail
-from backend.cli.tables import comparison_table, print_runs, run_tables
+from backend.cli.tables import comparison_table, print_runs, run_tables, summary_table
 from backend.client import ApiError, OrreryClient
+from backend.numbers import format_value
 from backend.settings import get_settings
 
 T = TypeVar("T")
+STATUSES = ("queued", "running", "done", "failed", "cancelled")
 
 ServerUrl = Annotated[
     str | None,
@@ -111,15 +115,35 @@ def submit(
             f"{experiment['total_runs']} runs, {experiment['trainings']} trainings queued"
         )
         if wait:
-            final = follow(client, experiment["id"])
-            console.print(f"experiment {final['id']} {final['status']}: {final['run_counts']}")
-            print_runs(list(client.iter_runs(experiment_id=[experiment["id"]], sort="id")))
-            if final["status"] != "done":
-                raise typer.Exit(1)
+            _follow_to_the_end(client, experiment["id"])
+
+
+def wait(
+    experiment_id: Annotated[int, typer.Argument(help="experiment to follow")],
+    url: ServerUrl = None,
+    token: Token = None,
+) -> None:
+    """Follow an experiment's runs until they finish (re-attach after `submit` or a lost
+    `--wait`), then print them; exits 1 unless every run is done."""
+    with _client(url, token) as client:
+        experiment = _call(lambda: client.experiment(experiment_id))
+        console.print(f"experiment [bold]{experiment['id']}[/] '{experiment['name']}'")
+        _follow_to_the_end(client, experiment_id)
+
+
+def _follow_to_the_end(client: OrreryClient, experiment_id: int) -> None:
+    final = follow(client, experiment_id)
+    console.print(f"experiment {final['id']} {final['status']}: {final['run_counts']}")
+    print_runs(list(client.iter_runs(experiment_id=[experiment_id], sort="id")))
+    if final["status"] != "done":
+        raise typer.Exit(1)
 
 
 def follow(client: OrreryClient, experiment_id: int) -> dict[str, Any]:
-    """Show a progress bar per run until all have finished."""
+    """Show the runs' progress until all have finished: a bar per run on a terminal, else a
+    line whenever the experiment's counts or a run's status or tenth of progress change."""
+    if not console.is_terminal:
+        return _call(lambda: client.wait(experiment_id, on_update=_progress_lines(experiment_id)))
     from rich.progress import BarColumn, Progress, TextColumn
 
     with Progress(
@@ -133,11 +157,38 @@ def follow(client: OrreryClient, experiment_id: int) -> dict[str, Any]:
         def update(runs: list[dict[str, Any]]) -> None:
             for run in runs:
                 if run["id"] not in tasks:
-                    label = f"run {run['id']} {run['technique']} @ {run['accelerator_name']}"
-                    tasks[run["id"]] = bars.add_task(label, total=1.0, status=run["status"])
+                    tasks[run["id"]] = bars.add_task(_run_label(run), total=1.0, status="")
                 bars.update(tasks[run["id"]], completed=run["progress"], status=run["status"])
 
         return _call(lambda: client.wait(experiment_id, on_update=update))
+
+
+def _run_label(run: dict[str, Any]) -> str:
+    return f"run {run['id']} {run['technique']} @ {run['accelerator_name']}"
+
+
+def _progress_lines(experiment_id: int) -> Callable[[list[dict[str, Any]]], None]:
+    """An update that prints what changed since the last poll, one line each, flushed."""
+    seen: dict[int, tuple[str, int]] = {}
+    last_counts: list[str] = []
+
+    def update(runs: list[dict[str, Any]]) -> None:
+        statuses = [run["status"] for run in runs]
+        counts = [f"{statuses.count(s)} {s}" for s in STATUSES if s != "done" and s in statuses]
+        line = [f"{statuses.count('done')} of {len(runs)} done", *counts]
+        if line != last_counts:
+            last_counts[:] = line
+            console.print(f"experiment {experiment_id}: {', '.join(line)}", highlight=False)
+        for run in runs:
+            state = (run["status"], int(10 * run["progress"]))
+            if seen.get(run["id"]) != state:
+                seen[run["id"]] = state
+                percent = format_value(run["progress"], "%")
+                progress = f" {percent}" if run["status"] == "running" else ""
+                console.print(f"{_run_label(run)}: {run['status']}{progress}", highlight=False)
+        console.file.flush()
+
+    return update
 
 
 def runs(
@@ -181,6 +232,23 @@ def show(
         return
     for table in run_tables(run):
         console.print(table)
+
+
+def summary(
+    experiment_id: Annotated[int, typer.Argument(help="experiment")],
+    as_json: Json = False,
+    url: ServerUrl = None,
+    token: Token = None,
+) -> None:
+    """The experiment's design points over seeds: each figure's mean ± the half-width of its
+    95% interval (the compare page's summary)."""
+    with _client(url, token) as client:
+        _call(lambda: client.experiment(experiment_id))  # an unknown experiment is an error
+        groups = _call(lambda: client.groups(experiment_id=[experiment_id]))
+    if as_json:
+        print_json(groups)
+        return
+    console.print(summary_table(groups))
 
 
 def cancel(

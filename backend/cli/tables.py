@@ -1,19 +1,22 @@
-"""The tables the client commands print: runs (`orrery runs`, `submit --wait`), one run in full
-(`orrery show`) and runs against their baselines (`orrery compare`).
+"""The tables the client commands print: runs (`orrery runs`, `submit --wait`, `wait`), one run
+in full (`orrery show`), runs against their baselines (`orrery compare`) and an experiment's
+design points over seeds (`orrery summary`).
 
 Model: each takes the server's JSON answer (dicts, as the API returns them) and builds rich
-tables; a missing figure shows as "-". Open choice: a run that did not learn is flagged in the
-accuracy cell rather than in a column of its own.
+tables, every number written by backend/numbers.py (the dashboard's rules); a missing figure
+shows as "–". `show` prints sections of fields and values (settings as stored, dotted paths for
+nested ones), never JSON, and no cell is cut (long text folds). Open choice: a run that did not
+learn is flagged in the accuracy cell rather than in a column of its own.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.table import Table
 
 from backend.cli.output import console
+from backend.numbers import format_estimate, format_value
 from backend.specs.techniques import EPOCH_FIGURES
 
 LEFT_COLUMNS = ("technique", "model", "dataset", "accelerator", "status", "reason")
@@ -22,25 +25,12 @@ LEFT_COLUMNS = ("technique", "model", "dataset", "accelerator", "status", "reaso
 def print_runs(runs: list[dict[str, Any]]) -> None:
     """The runs as one table, a row each, the reason a run ended in its last column."""
     table = Table(show_lines=False)
-    for column in (
-        "id",
-        "technique",
-        "model",
-        "dataset",
-        "accelerator",
-        "status",
-        "accuracy",
-        "speedup",
-        "energy ratio",
-        "cycles",
-        "seconds",
-        "area mm²",
-        "reason",
-    ):
+    for column in ("id", "technique", "model", "dataset", "accelerator", "status", "accuracy",
+                   "speedup", "energy ratio", "cycles", "time", "area", "reason"):  # fmt: skip
         table.add_column(
             column,
             justify="left" if column in LEFT_COLUMNS else "right",
-            overflow="fold" if column == "reason" else "ellipsis",
+            overflow="fold",
         )
     for run in runs:
         table.add_row(
@@ -51,11 +41,11 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
             run["accelerator_name"],
             run["status"],
             _accuracy_cell(run),
-            _fmt(run["speedup"], "{:.2f}x"),
-            _fmt(run["energy_ratio"], "{:.2f}"),
-            _fmt(run["total_cycles"], "{:,}"),
-            _fmt(run.get("seconds"), "{:.4g}"),
-            _fmt(run.get("area_mm2"), "{:.3g}"),
+            format_value(run["speedup"], "×"),
+            format_value(run["energy_ratio"], "×"),
+            format_value(run["total_cycles"], "cycles"),
+            format_value(run.get("seconds"), "s"),
+            format_value(run.get("area_mm2"), "mm²"),
             run["error"] or "",
         )
     console.print(table)
@@ -63,59 +53,73 @@ def print_runs(runs: list[dict[str, Any]]) -> None:
 
 def _accuracy_cell(run: dict[str, Any]) -> str:
     """The accuracy, flagged when the run did not learn (below chance + the margin)."""
-    text = _fmt(run["accuracy"], "{:.2%}")
+    text = format_value(run["accuracy"], "%")
     return f"[red]{text} did not learn[/]" if run.get("did_not_learn") else text
 
 
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
+def _leaves(data: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted path, value) of every leaf of a stored setting, lists written whole."""
+    if isinstance(data, dict):
+        return [pair for key, value in data.items() for pair in _leaves(value, f"{prefix}{key}.")]
+    text = ", ".join(map(str, data)) if isinstance(data, list) else str(data)
+    return [(prefix.rstrip("."), text or "–")]
+
+
+def _fields(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for field, value in rows:
+        table.add_row(field, value)
+    return table
 
 
 def run_tables(run: dict[str, Any]) -> list[Table]:
-    """The run as tables: summary, per-layer-per-pass figures, per-epoch training figures."""
-    summary = Table(title=f"run {run['id']}: {run['technique']}", show_header=False)
-    summary.add_column("field", style="bold")
-    summary.add_column("value")
+    """The run as sections: summary, training, techniques, accelerator, what it trained with,
+    per-layer-per-pass figures, per-epoch training figures."""
     baseline = (
         "itself (a baseline)"
         if run["is_baseline"]
         else f"run {run['baseline_run_id']} ({run['baseline_hardware']} hardware)"
     )
-    rows = {
-        "experiment": str(run["experiment_id"]),
-        "status": run["status"] + (f": {run['error']}" if run["error"] else ""),
-        "attempt": str(run.get("attempt", 1))
-        + "".join(
+    rows = [
+        ("experiment", str(run["experiment_id"])),
+        ("status", run["status"] + (f": {run['error']}" if run["error"] else "")),
+        ("attempt", str(run.get("attempt", 1)) + "".join(
             f"; attempt {a['attempt']} {a['status']}" + (f": {a['error']}" if a["error"] else "")
             for a in run.get("attempts", [])
-        ),
-        "model / data": f"{run['model']} on {run['dataset']}, seed {run['seed']}",
-        "training": json.dumps(run["training_config"], sort_keys=True),
-        "techniques": json.dumps(run["technique_params"], sort_keys=True),
-        "accelerator": f"{run['accelerator_name']}: "
-        + json.dumps(run["accelerator_config"], sort_keys=True),
-        "trained with": json.dumps(run["training_environment"], sort_keys=True)
-        if run.get("training_environment")
-        else "-",
-        "compared with": baseline,
-        "accuracy": _fmt(run["accuracy"], "{:.2%}"),
-        "speedup": _fmt(run["speedup"], "{:.3f}x"),
-        "energy ratio": _fmt(run["energy_ratio"], "{:.3f}"),
-        "cycles": _fmt(run["total_cycles"], "{:,}"),
-        "time": f"{_fmt(run.get('seconds'), '{:.4g} s')} for the training, "
-        f"{_fmt(run.get('seconds_per_step'), '{:.4g} s')} a step",
-        "energy": _fmt(run["energy_pj"] and run["energy_pj"] / 1e6, "{:,.1f} µJ"),
-        "area": _fmt(run.get("area_mm2"), "{:.3f} mm² (45 nm)"),
-        "MACs actual / algorithmic": f"{_fmt(run['macs_actual'], '{:,}')} / "
-        f"{_fmt(run['macs_algorithmic'], '{:,}')} (overhead {_fmt(run['macs_overhead'], '{:,}')})",
-    }
-    for field, value in rows.items():
-        summary.add_row(field, value)
-    tables = [summary]
+        )),
+        ("model / data", f"{run['model']} on {run['dataset']}, seed {run['seed']}"),
+        ("accelerator", run["accelerator_name"]),
+        ("compared with", baseline),
+        ("accuracy", _accuracy_cell(run)),
+        ("speedup", format_value(run["speedup"], "×")),
+        ("energy ratio", format_value(run["energy_ratio"], "×")),
+        ("cycles", f"{format_value(run['total_cycles'], 'cycles')} "
+         f"({format_value(run.get('stall_cycles'), 'cycles')} stall)"),
+        ("time", f"{format_value(run.get('seconds'), 's')} for the training, "
+         f"{format_value(run.get('seconds_per_step'), 's')} a step"),
+        ("energy", format_value(run["energy_pj"], "pJ")),
+        ("DRAM traffic", format_value(run.get("dram_bytes"), "bytes")),
+        ("area", f"{format_value(run.get('area_mm2'), 'mm²')} (45 nm)"),
+        ("MACs actual / algorithmic", f"{format_value(run['macs_actual'], 'MACs')} / "
+         f"{format_value(run['macs_algorithmic'], 'MACs')} "
+         f"(overhead {format_value(run['macs_overhead'], 'MACs')})"),
+    ]  # fmt: skip
+    tables = [_fields(f"run {run['id']}: {run['technique']}", rows)]
+    tables.append(_fields("training", _leaves(run["training_config"])))
+    for params in run["technique_params"]:
+        knobs = {k: v for k, v in params.items() if k != "name"}
+        tables.append(_fields(f"technique {params['name']}", _leaves(knobs) if knobs else []))
+    tables.append(_fields(f"accelerator {run['accelerator_name']}", _leaves(
+        {k: v for k, v in run["accelerator_config"].items() if k != "name"}
+    )))  # fmt: skip
+    if run.get("training_environment"):
+        tables.append(_fields("trained with", _leaves(run["training_environment"])))
     if run["layers"]:
-        layers = Table(title="per layer and pass (whole training)")
-        headers = ("layer", "pass", "role", "MACs actual", "MACs skipped", "compute cyc",
-                   "stall cyc", "total cyc", "util %", "DRAM MiB", "energy µJ")  # fmt: skip
+        layers = Table(title="per layer and pass (whole training)", title_justify="left")
+        headers = ("layer", "pass", "role", "MACs actual", "MACs skipped", "compute",
+                   "stall", "total", "utilisation", "DRAM", "energy")  # fmt: skip
         for header in headers:
             layers.add_column(header, justify="left" if header in headers[:3] else "right")
         for layer in run["layers"]:
@@ -123,30 +127,79 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
                 layer["layer"],
                 layer["training_pass"],
                 layer["role"],
-                f"{layer['macs_actual']:,}",
-                f"{layer['macs_skipped']:,}",
-                f"{layer['compute_cycles']:,}",
-                f"{layer['stall_cycles']:,}",
-                f"{layer['total_cycles']:,}",
-                f"{100 * layer['utilization']:.1f}",
-                f"{layer['dram_bytes'] / 2**20:.2f}",
-                f"{layer['energy_pj'] / 1e6:.2f}",
+                format_value(layer["macs_actual"], "MACs"),
+                format_value(layer["macs_skipped"], "MACs"),
+                format_value(layer["compute_cycles"], "cycles"),
+                format_value(layer["stall_cycles"], "cycles"),
+                format_value(layer["total_cycles"], "cycles"),
+                format_value(layer["utilization"], "%"),
+                format_value(layer["dram_bytes"], "bytes"),
+                format_value(layer["energy_pj"], "pJ"),
             )
         tables.append(layers)
     if run["epochs"]:
-        epochs = Table(title="per epoch")
-        labels = {
-            "epoch": "epoch", "train_loss": "train loss", "train_accuracy": "train accuracy",
-            "test_loss": "test loss", "test_accuracy": "test accuracy",
-            **{figure.key: figure.label for figure in EPOCH_FIGURES}, "seconds": "seconds",
+        epochs = Table(title="per epoch", title_justify="left")
+        columns = {
+            "epoch": ("epoch", ""), "train_loss": ("train loss", ""),
+            "train_accuracy": ("train accuracy", "%"), "test_loss": ("test loss", ""),
+            "test_accuracy": ("test accuracy", "%"),
+            **{f.key: (f.label, "%" if f.percent else "") for f in EPOCH_FIGURES},
+            "seconds": ("wall time", "s"),
         }  # fmt: skip
-        shown = [k for k in labels if any(e.get(k) is not None for e in run["epochs"])]
+        shown = [k for k in columns if any(e.get(k) is not None for e in run["epochs"])]
         for key in shown:
-            epochs.add_column(labels[key], justify="right")
+            epochs.add_column(columns[key][0], justify="right")
         for epoch in run["epochs"]:
-            epochs.add_row(*(_fmt(epoch.get(k), "{:.4g}") for k in shown))
+            epochs.add_row(*(format_value(epoch.get(k), columns[k][1]) for k in shown))
         tables.append(epochs)
     return tables
+
+
+# The design-point summary's figures (as the compare page's): key, header, unit.
+SUMMARY_FIGURES = (
+    ("speedup", "speedup", "×"), ("energy_ratio", "energy ratio", "×"),
+    ("seconds", "time", "s"), ("seconds_per_step", "time a step", "s"),
+    ("energy_pj", "energy", "pJ"), ("energy_delay", "EDP", "pJ·s"),
+    ("area_mm2", "area", "mm²"), ("accuracy", "accuracy", "%"),
+    ("accuracy_delta", "Δ accuracy", "pt"),
+)  # fmt: skip
+
+
+def _estimate_cell(estimate: dict[str, Any] | None, unit: str) -> str:
+    if not estimate:
+        return "–"
+    if estimate["ci_low"] is None:
+        return f"{format_value(estimate['mean'], unit)} (n = 1)"
+    half = (estimate["ci_high"] - estimate["ci_low"]) / 2
+    return format_estimate(estimate["mean"], half, unit)
+
+
+def summary_table(groups: list[dict[str, Any]]) -> Table:
+    """One row per design point (runs equal but for the seed): each figure as its mean ± the
+    half-width of its 95% Student-t interval over seeds."""
+    table = Table(
+        caption="mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy paired "
+        "with each seed's own baseline",
+        caption_justify="left",
+    )
+    for header in ("technique", "accelerator", "swept values", "compared with", "seeds"):
+        table.add_column(header, no_wrap=header != "swept values", overflow="fold")
+    # Narrow terminals wrap a figure at its spaces ("171.0 ±" over "5.5 µJ"), never cut it.
+    for _, header, _unit in SUMMARY_FIGURES:
+        table.add_column(header, justify="right", overflow="fold")
+    for group in groups:
+        swept = ", ".join(
+            f"{k}={v}" for k, v in group["params"].items() if k not in ("technique", "accelerator")
+        )
+        table.add_row(
+            group["technique"],
+            group["accelerator_name"],
+            swept or "–",
+            "itself" if group["is_baseline"] else f"{group['baseline_hardware']} baseline",
+            f"{group['done']} of {len(group['run_ids'])}",
+            *(_estimate_cell(group.get(key), unit) for key, _, unit in SUMMARY_FIGURES),
+        )
+    return table
 
 
 def comparison_table(rows: list[dict[str, Any]]) -> Table:
@@ -162,10 +215,10 @@ def comparison_table(rows: list[dict[str, Any]]) -> Table:
             str(row["run_id"]),
             row["technique"],
             row["accelerator_name"],
-            _fmt(row["baseline_run_id"], "{}"),
-            _fmt(row["speedup"], "{:.3f}x"),
-            _fmt(row["energy_ratio"], "{:.3f}"),
-            _fmt(row["accuracy"], "{:.2%}"),
-            _fmt(row["accuracy_delta"] and 100 * row["accuracy_delta"], "{:+.2f} pt"),
+            "–" if row["baseline_run_id"] is None else str(row["baseline_run_id"]),
+            format_value(row["speedup"], "×"),
+            format_value(row["energy_ratio"], "×"),
+            format_value(row["accuracy"], "%"),
+            format_value(row["accuracy_delta"], "pt"),
         )
     return table

@@ -45,6 +45,14 @@ class Measure:
     kind: type[int] | type[float]
     unit: str  # "" for a ratio or a fraction
     description: str
+    # How people read it, where the unit does not say (backend/numbers.py): "×" a ratio, "%" a
+    # fraction in per cent.
+    shown_as: str = ""
+
+    @property
+    def display_unit(self) -> str:
+        """The unit the number formatter writes it in."""
+        return self.shown_as or self.unit
 
     def of(self, source: object) -> int | float:
         """The value `source` (a simulator result) holds under this key, as stored."""
@@ -66,8 +74,8 @@ SIMULATED: tuple[Measure, ...] = (
 )
 # What only a layer-pass has.
 LAYER_ONLY: tuple[Measure, ...] = (
-    Measure("utilization", float, "", "MACs performed / (PEs x array cycles)"),
-    Measure("mapping_efficiency", float, "", "share of the PEs the GEMM's tiles occupy"),
+    Measure("utilization", float, "", "MACs performed / (PEs x array cycles)", "%"),
+    Measure("mapping_efficiency", float, "", "share of the PEs the GEMM's tiles occupy", "%"),
 )
 LAYER_MEASURES: tuple[Measure, ...] = SIMULATED + LAYER_ONLY
 # What only the whole training has: its time on the accelerator (the simulator's totals).
@@ -75,7 +83,11 @@ TRAINING_ONLY: tuple[Measure, ...] = (
     Measure("seconds", float, "s", "total cycles / clock: the whole training's time"),
     Measure("seconds_per_step", float, "s", "seconds / training steps (mini-batches)"),
     Measure(
-        "stall_share", float, "", "stall cycles / total cycles: the share spent waiting on DRAM"
+        "stall_share",
+        float,
+        "",
+        "stall cycles / total cycles: the share spent waiting on DRAM",
+        "%",
     ),
 )
 # What the accelerator is, as the run's training sized it (worker/sim/area.py).
@@ -91,22 +103,24 @@ ISO_AREA: tuple[Measure, ...] = (
         "",
         "time of the fastest dense design of equal or smaller area (its baseline's training) / "
         "run time",
+        "×",
     ),
     Measure(
         "iso_area_energy_ratio",
         float,
         "",
         "run energy / energy of the lowest-energy dense design of equal or smaller area",
+        "×",
     ),
 )
 # A run's: its training's outcome, the simulated totals, and the comparison with its baseline.
 RUN_MEASURES: tuple[Measure, ...] = (
-    Measure("accuracy", float, "", "test accuracy after the last epoch (0-1)"),
+    Measure("accuracy", float, "", "test accuracy after the last epoch (0-1)", "%"),
     Measure("loss", float, "", "test loss after the last epoch"),
     *SIMULATED,
     *TRAINING_ONLY,
     *HARDWARE,
-    Measure("speedup", float, "", "baseline cycles / run cycles (1 for a baseline)"),
-    Measure("energy_ratio", float, "", "run energy / baseline energy (1 for a baseline)"),
+    Measure("speedup", float, "", "baseline cycles / run cycles (1 for a baseline)", "×"),
+    Measure("energy_ratio", float, "", "run energy / baseline energy (1 for a baseline)", "×"),
     *ISO_AREA,
 )

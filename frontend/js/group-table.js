@@ -4,7 +4,7 @@
 // fastest design point (least training time) and the most efficient (least training energy).
 
 import { API, describe, getJson, query } from "./api.js";
-import { el, fmtNumber, fmtSeconds } from "./format.js";
+import { el, formatEstimate, formatValue } from "./format.js";
 import { isoAreaBudget, isoAreaDesigns } from "./iso-area.js";
 
 const COLUMNS = [
@@ -13,20 +13,20 @@ const COLUMNS = [
   { key: "setting", label: "Swept values", text: (g) => setting(g) },
   { key: "baseline", label: "Compared with", text: (g) => (g.is_baseline ? "itself" : `${g.baseline_hardware} baseline`) },
   { key: "seeds", label: "Seeds", num: true, value: (g) => g.done },
-  { key: "speedup", label: "Speedup, same array (×)", num: true, estimate: (g) => g.speedup, scale: 1, digits: 3 },
-  { key: "stall_share", label: "Stall share", num: true, lower: true, estimate: (g) => g.stall_share, scale: 1, digits: 2 },
-  { key: "baseline_stall_share", label: "Baseline stall share", num: true, lower: true, estimate: (g) => g.baseline_stall_share, scale: 1, digits: 2 },
-  { key: "energy_ratio", label: "Energy ratio, same array", num: true, estimate: (g) => g.energy_ratio, scale: 1, digits: 3 },
-  { key: "iso_area_speedup", label: "Iso-area speedup (×)", num: true, estimate: (g) => g.iso_area_speedup, scale: 1, digits: 3 },
-  { key: "iso_area_energy_ratio", label: "Iso-area energy ratio", num: true, estimate: (g) => g.iso_area_energy_ratio, scale: 1, digits: 3 },
+  { key: "speedup", label: "Speedup, same array", num: true, estimate: (g) => g.speedup, unit: "×" },
+  { key: "stall_share", label: "Stall share", num: true, lower: true, estimate: (g) => g.stall_share, unit: "%" },
+  { key: "baseline_stall_share", label: "Baseline stall share", num: true, lower: true, estimate: (g) => g.baseline_stall_share, unit: "%" },
+  { key: "energy_ratio", label: "Energy ratio, same array", num: true, estimate: (g) => g.energy_ratio, unit: "×" },
+  { key: "iso_area_speedup", label: "Iso-area speedup", num: true, estimate: (g) => g.iso_area_speedup, unit: "×" },
+  { key: "iso_area_energy_ratio", label: "Iso-area energy ratio", num: true, estimate: (g) => g.iso_area_energy_ratio, unit: "×" },
   { key: "iso_area", label: "Iso-area dense designs", text: (g) => isoAreaDesigns(g.iso_area), title: (g) => isoAreaBudget(g.iso_area) },
-  { key: "seconds", label: "Time (ms)", num: true, lower: true, estimate: (g) => g.seconds, scale: 1e3, digits: 3 },
-  { key: "seconds_per_step", label: "Time a step (µs)", num: true, lower: true, estimate: (g) => g.seconds_per_step, scale: 1e6, digits: 3 },
-  { key: "energy_pj", label: "Energy (µJ)", num: true, lower: true, estimate: (g) => g.energy_pj, scale: 1e-6, digits: 3 },
-  { key: "energy_delay", label: "EDP (µJ·ms)", num: true, lower: true, estimate: (g) => g.energy_delay, scale: 1e-3, digits: 3 },
-  { key: "area_mm2", label: "Area (mm²)", num: true, lower: true, estimate: (g) => g.area_mm2, scale: 1, digits: 3 },
-  { key: "accuracy", label: "Accuracy (%)", num: true, estimate: (g) => g.accuracy, scale: 100, digits: 2 },
-  { key: "accuracy_delta", label: "Δ accuracy (pt)", num: true, estimate: (g) => g.accuracy_delta, scale: 100, digits: 2, signed: true },
+  { key: "seconds", label: "Time", num: true, lower: true, estimate: (g) => g.seconds, unit: "s" },
+  { key: "seconds_per_step", label: "Time a step", num: true, lower: true, estimate: (g) => g.seconds_per_step, unit: "s" },
+  { key: "energy_pj", label: "Energy", num: true, lower: true, estimate: (g) => g.energy_pj, unit: "pJ" },
+  { key: "energy_delay", label: "EDP", num: true, lower: true, estimate: (g) => g.energy_delay, unit: "pJ·s" },
+  { key: "area_mm2", label: "Area", num: true, lower: true, estimate: (g) => g.area_mm2, unit: "mm²" },
+  { key: "accuracy", label: "Accuracy", num: true, estimate: (g) => g.accuracy, unit: "%" },
+  { key: "accuracy_delta", label: "Δ accuracy", num: true, estimate: (g) => g.accuracy_delta, unit: "pt" },
 ];
 
 function setting(group) {
@@ -35,18 +35,12 @@ function setting(group) {
     .map(([key, value]) => `${key}=${value}`).join(", ") || "–";
 }
 
-function number(value, { digits, signed }) {
-  const text = fmtNumber(value, digits);
-  return signed && value > 0 ? `+${text}` : text;
-}
-
 function estimateCell(estimate, column) {
   if (!estimate) return "–";
-  const mean = number(estimate.mean * column.scale, column);
-  if (estimate.ci_low === null) return `${mean} (n = 1)`;
-  const half = ((estimate.ci_high - estimate.ci_low) / 2) * column.scale;
-  return el("span", { title: `95% interval ${number(estimate.ci_low * column.scale, column)} to ${number(estimate.ci_high * column.scale, column)}, n = ${estimate.n}` },
-    `${mean} ± ${fmtNumber(half, column.digits)}`);
+  if (estimate.ci_low === null) return `${formatValue(estimate.mean, column.unit)} (n = 1)`;
+  const half = (estimate.ci_high - estimate.ci_low) / 2;
+  return el("span", { title: `95% interval ${formatValue(estimate.ci_low, column.unit)} to ${formatValue(estimate.ci_high, column.unit)}, n = ${estimate.n}` },
+    formatEstimate(estimate.mean, half, column.unit));
 }
 
 /** The design point with the least mean of `pick` (null when none has it). */
@@ -70,8 +64,8 @@ function leaders(groups) {
   const efficient = least(groups, (g) => g.energy_pj);
   if (!fastest && !efficient) return null;
   const parts = [];
-  if (fastest) parts.push(`Fastest: ${pointName(fastest)}, ${fmtSeconds(fastest.seconds.mean)} for the training.`);
-  if (efficient) parts.push(`Most efficient: ${pointName(efficient)}, ${fmtNumber(efficient.energy_pj.mean / 1e6)} µJ.`);
+  if (fastest) parts.push(`Fastest: ${pointName(fastest)}, ${formatValue(fastest.seconds.mean, "s")} for the training.`);
+  if (efficient) parts.push(`Most efficient: ${pointName(efficient)}, ${formatValue(efficient.energy_pj.mean, "pJ")}.`);
   return el("p", { class: "leaders", id: "design-point-leaders", text: parts.join(" ") });
 }
 
@@ -112,7 +106,7 @@ export async function groupTable(box, runs) {
       if (c.key === "seeds") return el("td", { class: "num" }, el("a", { href: `/compare?ids=${g.run_ids.join(",")}`, title: "compare these runs", text: `${g.done} of ${g.run_ids.length}` }));
       return el("td", { class: c.num ? "num" : "", title: c.title ? c.title(g) : undefined }, c.estimate ? estimateCell(c.estimate(g), c) : c.text(g));
     })));
-    box.replaceChildren(leaders(groups) ?? "", el("table", { class: "data", "aria-label": "design points over seeds" }, el("thead", {}, header), el("tbody", {}, rows)),
+    box.replaceChildren(leaders(groups) ?? "", el("div", { class: "table-scroll" }, el("table", { class: "data", "aria-label": "design points over seeds" }, el("thead", {}, header), el("tbody", {}, rows))),
       el("p", { class: "hint", text: "One row per design point: runs equal in everything but the seed. Mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy is paired with each seed's own baseline. Time, energy and their product (EDP) are the whole training's on the simulated accelerator; area is at 45 nm with the extensions the run uses." }));
   };
   render();

@@ -1,8 +1,12 @@
-// The run table: server-paginated, sortable, filterable; keeps a selection across pages.
+// The run table: server-paginated, sortable, filterable; keeps a selection across pages. Its
+// default columns have their own cells; any other column the server lists (GET /runs/columns:
+// every field of the run, its training, accelerator and techniques, and every figure) can be
+// added, and is fetched with the page (`column=`) and sorted on the server.
 
 import { API, getJson, query, describe } from "./api.js";
 import { tagChips } from "./annotations.js";
-import { el, fmtNumber, fmtParams, fmtPercent } from "./format.js";
+import { el, fmtParams, formatValue } from "./format.js";
+import { isoAreaDesigns } from "./iso-area.js";
 import { progressBar } from "./progress.js";
 
 export const FILTERS = [
@@ -27,18 +31,18 @@ const COLUMNS = [
   { key: "status", label: "Status", sort: "status", render: statusWithAttempt },
   { key: "accuracy", label: "Accuracy", sort: "accuracy", num: true, render: accuracyCell },
   { key: "speedup", label: "Speedup", sort: "speedup", num: true, render: speedupCell },
-  { key: "energy_ratio", label: "Energy ratio", sort: "energy_ratio", num: true, render: (r) => fmtNumber(r.energy_ratio) },
-  { key: "total_cycles", label: "Cycles", sort: "total_cycles", num: true, render: (r) => fmtNumber(r.total_cycles) },
-  { key: "energy_pj", label: "Energy (µJ)", sort: "energy_pj", num: true, render: (r) => fmtNumber(r.energy_pj === null ? null : r.energy_pj / 1e6) },
-  { key: "seconds", label: "Time (s)", sort: "seconds", num: true, render: (r) => fmtNumber(r.seconds) },
-  { key: "area_mm2", label: "Area (mm²)", sort: "area_mm2", num: true, render: (r) => fmtNumber(r.area_mm2) },
+  { key: "energy_ratio", label: "Energy ratio", sort: "energy_ratio", num: true, render: (r) => formatValue(r.energy_ratio, "×") },
+  { key: "total_cycles", label: "Cycles", sort: "total_cycles", num: true, render: (r) => formatValue(r.total_cycles, "cycles") },
+  { key: "energy_pj", label: "Energy", sort: "energy_pj", num: true, render: (r) => formatValue(r.energy_pj, "pJ") },
+  { key: "seconds", label: "Time", sort: "seconds", num: true, render: (r) => formatValue(r.seconds, "s") },
+  { key: "area_mm2", label: "Area", sort: "area_mm2", num: true, render: (r) => formatValue(r.area_mm2, "mm²") },
   { key: "params", label: "Swept values", render: (r) => fmtParams(r.params) },
   { key: "tags", label: "Tags", render: (r) => tagChips(r.tags) },
 ];
 
 /** The speedup; a finished run whose baseline is not done yet says so and links it. */
 export function speedupCell(run) {
-  if (run.speedup !== null && run.speedup !== undefined) return `${run.speedup.toFixed(3)}×`;
+  if (run.speedup !== null && run.speedup !== undefined) return formatValue(run.speedup, "×");
   if (run.status !== "done" || run.is_baseline || run.baseline_run_id === null) return "–";
   return el("a", {
     class: "waiting-baseline", href: `/runs/${run.baseline_run_id}`,
@@ -49,8 +53,8 @@ export function speedupCell(run) {
 
 /** The accuracy, with a flag when the run did not learn (below chance + the server's margin). */
 export function accuracyCell(run) {
-  if (!run.did_not_learn) return fmtPercent(run.accuracy);
-  return el("span", {}, el("span", { class: "badge failed", title: "test accuracy below chance + the did-not-learn margin", text: "did not learn" }), " ", fmtPercent(run.accuracy));
+  if (!run.did_not_learn) return formatValue(run.accuracy, "%");
+  return el("span", {}, el("span", { class: "badge failed", title: "test accuracy below chance + the did-not-learn margin", text: "did not learn" }), " ", formatValue(run.accuracy, "%"));
 }
 
 /** The status badge, progress while active, and the failure reason cut to fit a table cell
@@ -75,9 +79,38 @@ function statusWithAttempt(run) {
   return cell;
 }
 
-export const COLUMN_CHOICES = COLUMNS.map(({ key, label }) => ({ key, label }));
 export const DEFAULT_COLUMNS = COLUMNS.map((c) => c.key);
 const FINISHED = new Set(["done", "failed", "cancelled"]);
+
+let catalogue = null;
+
+/** Every column the server can give (GET /runs/columns), the defaults among them. */
+export function loadColumns() {
+  catalogue ??= getJson(`${API}/runs/columns`);
+  return catalogue;
+}
+
+/** A cell of a column the table has no cell of its own for, written by its kind and unit. */
+function cellText(value, column) {
+  if (value === null || value === undefined) return "–";
+  if (column.kind === "number") return formatValue(value, column.unit);
+  if (column.kind === "bool") return value ? "yes" : "no";
+  if (column.kind === "time") return new Date(value).toLocaleString();
+  if (column.key === "iso_area") return isoAreaDesigns(value);
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+/** A table column for a catalogue entry: the default's own cell where there is one. */
+function tableColumn(entry) {
+  const own = COLUMNS.find((c) => c.key === entry.key);
+  if (own) return own;
+  return {
+    key: entry.key, label: entry.label, sort: entry.sortable ? entry.key : null, num: entry.kind === "number",
+    extra: !entry.in_row, title: entry.description,
+    render: (run) => cellText(entry.in_row ? run[entry.key] : run.columns?.[entry.key], entry),
+  };
+}
 
 export class RunTable {
   constructor(container, { state, onChange, columns }) {
@@ -89,14 +122,31 @@ export class RunTable {
     this.columns = columns || DEFAULT_COLUMNS;
   }
 
-  /** Show these columns (keys), in the table's order; redraws the current page. */
-  setColumns(keys) {
+  /** Show these columns (keys): the defaults in their order, then the added ones in the order
+   * given; redraws the current page, or loads it again when an added column needs its values. */
+  setColumns(keys, entries = []) {
     this.columns = keys.length ? keys : DEFAULT_COLUMNS;
+    for (const entry of entries) this.known.set(entry.key, tableColumn(entry));
+    const missing = this.page && this.extraKeys().some((key) => !this.page.items.every((run) => key in (run.columns || {})));
+    if (missing) return this.load();
     if (this.page) this.render();
+    return Promise.resolve();
+  }
+
+  get known() {
+    this._known ??= new Map(COLUMNS.map((col) => [col.key, col]));
+    return this._known;
   }
 
   get shownColumns() {
-    return COLUMNS.filter((col) => this.columns.includes(col.key));
+    const defaults = COLUMNS.filter((col) => this.columns.includes(col.key));
+    const added = this.columns.filter((key) => !DEFAULT_COLUMNS.includes(key) && this.known.has(key)).map((key) => this.known.get(key));
+    return [...defaults, ...added];
+  }
+
+  /** The shown columns the server sends apart from the run row (`column=`). */
+  extraKeys() {
+    return this.shownColumns.filter((col) => col.extra).map((col) => col.key);
   }
 
   apiQuery(extra = {}) {
@@ -107,7 +157,7 @@ export class RunTable {
     const { limit, offset } = this.state;
     this.container.setAttribute("aria-busy", "true");
     try {
-      const page = await getJson(`${API}/runs${this.apiQuery({ limit, offset })}`);
+      const page = await getJson(`${API}/runs${this.apiQuery({ limit, offset, column: this.extraKeys() })}`);
       this.page = page;
       this.render();
     } catch (error) {
@@ -147,7 +197,7 @@ export class RunTable {
     this.rows.clear();
     const header = el("tr", {},
       el("th", {}, el("input", { type: "checkbox", "aria-label": "select all runs on this page", onchange: (e) => this.selectPage(e.target.checked) })),
-      this.shownColumns.map((col) => el("th", { "aria-sort": this.ariaSort(col) }, col.sort
+      this.shownColumns.map((col) => el("th", { "aria-sort": this.ariaSort(col), title: col.title, dataset: { column: col.key } }, col.sort
         ? el("button", { type: "button", class: "sort", onclick: () => this.sortBy(col.sort), text: `${col.label}${this.arrow(col)}` })
         : col.label)));
     const body = el("tbody");
@@ -175,7 +225,7 @@ export class RunTable {
         [25, 50, 100, 250].map((n) => el("option", { value: String(n), selected: n === limit, text: String(n) })))),
       el("span", { class: "muted selection-info", text: `${this.selected.size} selected` }));
     const table = el("table", { class: "data", "aria-label": "runs" }, el("thead", {}, header), body);
-    this.container.replaceChildren(pager, el("div", { style: "overflow-x:auto" }, table));
+    this.container.replaceChildren(pager, el("div", { class: "table-scroll" }, table));
   }
 
   ariaSort(col) {

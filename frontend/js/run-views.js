@@ -1,35 +1,42 @@
-// The run table's view controls: which columns it shows (kept per user on the server) and a
-// grouped view (one row per value of a column: run count and mean ± sd of each metric).
+// The run table's view controls: which columns it shows (any column the server lists, kept per
+// user on the server) and a grouped view (one row per combination of up to three columns' values:
+// run count, and per metric the mean ± sd over the runs that have it, with their number n).
 
 import { API, describe, getJson, query, request } from "./api.js";
-import { el, fmtNumber } from "./format.js";
-import { COLUMN_CHOICES, DEFAULT_COLUMNS } from "./run-table.js";
+import { el, formatEstimate } from "./format.js";
+import { DEFAULT_COLUMNS, loadColumns } from "./run-table.js";
 
-const GROUPABLE = [
-  ["technique", "technique"], ["model", "model"], ["dataset", "dataset"], ["accelerator_name", "accelerator"],
-  ["status", "status"], ["seed", "seed"], ["experiment_id", "experiment"], ["baseline_hardware", "baseline hardware"],
-];
-const METRICS = [
-  ["accuracy", "Accuracy (%)", 100], ["speedup", "Speedup (×)", 1], ["energy_ratio", "Energy ratio", 1],
-  ["total_cycles", "Cycles", 1], ["energy_pj", "Energy (µJ)", 1e-6], ["dram_bytes", "DRAM (MiB)", 1 / 2 ** 20],
-  ["seconds", "Time (s)", 1], ["area_mm2", "Area (mm²)", 1],
-];
+const METRICS = ["accuracy", "accuracy_delta", "speedup", "energy_ratio", "total_cycles", "energy_pj", "dram_bytes", "seconds", "area_mm2"];
+const GROUP_NAMES = { run: "Run", figure: "Figures", "epoch figure": "Epoch figures (over the training)", training: "Training", accelerator: "Accelerator", technique: "Techniques" };
+const GROUP_LEVELS = 3;
 
-/** A "Columns" menu of checkboxes; choices are saved to the server and applied to `table`. */
+/** A "Columns" menu: every column the server lists, by kind, with a search box; choices are
+ * saved to the server and applied to `table`. */
 export async function columnChooser(container, table) {
   let chosen = DEFAULT_COLUMNS;
-  try {
-    const stored = await getJson(`${API}/preferences`);
-    if (stored.run_table_columns) chosen = stored.run_table_columns;
-  } catch {
-    // preferences unavailable: the default columns still work
-  }
-  table.setColumns(chosen);
+  let catalogue = [];
+  const [columns, stored] = await Promise.allSettled([loadColumns(), getJson(`${API}/preferences`)]);
+  if (columns.status === "fulfilled") catalogue = columns.value;
+  else container.replaceChildren(el("span", { class: "errors-box", role: "alert", text: `columns: ${describe(columns.reason)}` }));
+  // preferences unavailable: the default columns still work
+  if (stored.status === "fulfilled" && stored.value.run_table_columns) chosen = stored.value.run_table_columns;
+  table.setColumns(chosen, catalogue);
   const status = el("span", { class: "muted", role: "status" });
-  // Not <label>: the filters above already use these words as their labels.
-  const boxes = COLUMN_CHOICES.map(({ key, label }) => el("span", { class: "column-choice" },
-    el("input", { type: "checkbox", name: "column", value: key, checked: chosen.includes(key), "aria-label": `show column ${label}` }), ` ${label}`));
-  const menu = el("details", { class: "column-chooser" }, el("summary", { text: "Columns" }), el("div", {}, boxes), status);
+  const find = el("input", { type: "search", placeholder: "find a column", "aria-label": "find a column" });
+  const groups = Object.keys(GROUP_NAMES).map((group) => {
+    const entries = catalogue.filter((c) => c.group === group);
+    // Not <label>: the filters above already use these words as their labels.
+    const boxes = entries.map((c) => el("span", { class: "column-choice", title: c.description, dataset: { search: `${c.label} ${c.key}`.toLowerCase() } },
+      el("input", { type: "checkbox", name: "column", value: c.key, checked: chosen.includes(c.key), "aria-label": `show column ${c.label}` }), ` ${c.label}`));
+    return el("fieldset", { class: "column-group" }, el("legend", { text: GROUP_NAMES[group] }), boxes);
+  });
+  find.addEventListener("input", () => {
+    const words = find.value.toLowerCase().split(/\s+/).filter(Boolean);
+    for (const choice of container.querySelectorAll(".column-choice")) {
+      choice.hidden = !words.every((word) => choice.dataset.search.includes(word));
+    }
+  });
+  const menu = el("details", { class: "column-chooser" }, el("summary", { text: "Columns" }), find, el("div", { class: "column-groups" }, groups), status);
   // One save in flight at a time, then the newest choice: two PUTs racing could land out of
   // order and store an older choice; "saved" is shown only once the newest one is stored.
   let saving = false;
@@ -49,42 +56,64 @@ export async function columnChooser(container, table) {
     }
     saving = false;
   };
-  menu.addEventListener("change", () => {
-    latest = [...menu.querySelectorAll("input[name=column]:checked")].map((box) => box.value);
+  menu.addEventListener("change", (event) => {
+    if (event.target.name !== "column") return;
+    // The added columns keep the order they were ticked in.
+    const ticked = new Set([...menu.querySelectorAll("input[name=column]:checked")].map((box) => box.value));
+    latest = [...table.columns.filter((key) => ticked.has(key)), ...[...ticked].filter((key) => !table.columns.includes(key))];
     table.setColumns(latest);
     if (!saving) save();
   });
   container.replaceChildren(menu);
 }
 
-function cell(summary, scale) {
+function cell(summary, unit) {
   if (!summary || summary.mean === null) return "–";
-  const mean = fmtNumber(summary.mean * scale);
-  return summary.sd === null ? mean : `${mean} ± ${fmtNumber(summary.sd * scale)}`;
+  return `${formatEstimate(summary.mean, summary.sd, unit)} (n = ${summary.n})`;
 }
 
-/** A "Group by" select; while set, `target` shows the grouped summary of the table's filters. */
-export function groupByControl(container, target, table, sweptKeys) {
-  const select = el("select", { id: "group-by", name: "group-by" },
-    el("option", { value: "", text: "no grouping" }),
-    GROUPABLE.map(([value, label]) => el("option", { value, text: label })),
-    sweptKeys.map((key) => el("option", { value: `param:${key}`, text: `swept: ${key}` })));
+/** "Group by" selects (then by, then by); while one is set, `target` shows the grouped summary
+ * of the table's filters. */
+export async function groupByControl(container, target, table, sweptKeys) {
+  let catalogue = [];
+  try {
+    catalogue = await loadColumns();
+  } catch {
+    // the grouping choices then are the swept values only
+  }
+  const byKey = new Map(catalogue.map((c) => [c.key, c]));
+  const groupable = catalogue.filter((c) => c.groupable);
+  const options = () => [
+    el("option", { value: "", text: "–" }),
+    Object.keys(GROUP_NAMES).map((group) => {
+      const entries = groupable.filter((c) => c.group === group);
+      return entries.length ? el("optgroup", { label: GROUP_NAMES[group] }, entries.map((c) => el("option", { value: c.key, text: c.label }))) : null;
+    }),
+    sweptKeys.length ? el("optgroup", { label: "Swept values" }, sweptKeys.map((key) => el("option", { value: `param:${key}`, text: `swept: ${key}` }))) : null,
+  ];
+  const selects = Array.from({ length: GROUP_LEVELS }, (_, i) => el("select", { id: `group-by-${i + 1}`, name: "group-by", "aria-label": i ? `then group by (${i + 1})` : "Group by" }, ...options()));
+  const label = (key) => byKey.get(key)?.label ?? key.replace(/^param:/, "swept: ");
   const show = async () => {
-    target.hidden = !select.value;
-    if (!select.value) return;
+    const keys = selects.map((s) => s.value).filter(Boolean);
+    target.hidden = !keys.length;
+    if (!keys.length) return;
     try {
-      const groups = await getJson(`${API}/runs/summary${query({ ...table.state.filters, by: select.value })}`);
+      const groups = await getJson(`${API}/runs/summary${query({ ...table.state.filters, by: keys })}`);
+      const values = (group) => (keys.length > 1 ? group.value : [group.value]);
       target.replaceChildren(el("table", { class: "data", "aria-label": "grouped runs" },
-        el("thead", {}, el("tr", {}, ["Group", "Runs", ...METRICS.map(([, label]) => `${label} mean ± sd`)].map((h) => el("th", { text: h })))),
+        el("thead", {}, el("tr", {},
+          keys.map((key) => el("th", { text: label(key) })),
+          el("th", { text: "Runs", title: "runs in the group, whatever their status; n beside each mean counts the runs that have that figure" }),
+          METRICS.map((key) => el("th", { text: `${label(key)} mean ± sd` })))),
         el("tbody", {}, groups.map((group) => el("tr", {},
-          el("td", { text: String(group.value ?? "–") }),
+          values(group).map((value) => el("td", { text: value === null || value === undefined ? "–" : String(value) })),
           el("td", { class: "num", text: String(group.runs) }),
-          METRICS.map(([key, , scale]) => el("td", { class: "num", text: cell(group.metrics[key], scale) })))))));
+          METRICS.map((key) => el("td", { class: "num", text: cell(group.metrics[key], byKey.get(key)?.unit ?? "") })))))));
     } catch (error) {
       target.replaceChildren(el("div", { class: "errors-box", role: "alert", text: describe(error) }));
     }
   };
-  select.addEventListener("change", show);
-  container.replaceChildren(el("label", { for: "group-by", text: "Group by " }), select);
+  for (const select of selects) select.addEventListener("change", show);
+  container.replaceChildren(el("label", { for: "group-by-1", text: "Group by " }), selects[0], el("span", { text: " then by " }), selects[1], el("span", { text: " then by " }), selects[2]);
   return show;
 }

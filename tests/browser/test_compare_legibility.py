@@ -14,6 +14,7 @@ from playwright.sync_api import Browser, Page
 from backend.api.security import local_user
 from backend.db.models import EpochMetric, Experiment, LayerResult, Run, Training
 from backend.db.session import session_scope
+from backend.numbers import format_estimate
 from tests.browser.conftest import ConsoleLog, Server
 from tests.browser.test_dashboard_flow import CHARTS, wait_for_charts
 
@@ -294,13 +295,17 @@ def test_pareto_plots_design_points_shaped_by_accelerator_baselines_apart(
     cells = dict(
         zip((h.rstrip(" ▲▼") for h in head), row.locator("td").all_inner_texts(), strict=True)
     )
-    assert cells["Speedup, same array (×)"] == "1.5 ± 0.124"
-    assert cells["Iso-area speedup (×)"] == "1.35 ± 0.112"
-    assert cells["Iso-area energy ratio"].startswith("1.1 ± 0")
-    assert cells["Stall share"].startswith("0.3 ± 0") and cells["Baseline stall share"].startswith(
-        "0.5 ± 0"
+    speedups, _ = DESIGNS[("mercury", "edge")]
+    mean = sum(speedups) / 3
+    half = T_975_2 * (sum((s - mean) ** 2 for s in speedups) / 2) ** 0.5 / 3**0.5
+    assert cells["Speedup, same array"] == format_estimate(mean, half, "×")
+    assert cells["Iso-area speedup"] == format_estimate(0.9 * mean, 0.9 * half, "×")
+    assert cells["Iso-area energy ratio"].startswith("1.1")
+    assert cells["Stall share"].startswith("30") and cells["Stall share"].endswith("%")
+    assert cells["Baseline stall share"].startswith("50")
+    assert cells["Iso-area dense designs"] == (
+        "fastest, least energy: 16×18, 24/24/12 KiB, 2.50 mm²"
     )
-    assert cells["Iso-area dense designs"] == "fastest, least energy: 16×18, 24/24/12 KiB, 2.5 mm²"
     page.locator("#group-summary").screenshot(path=screenshots / "compare-summary-iso-area.png")
     assert console.errors == []
     context.close()

@@ -156,9 +156,9 @@ def test_a_running_run_shows_its_epoch_time_left_and_growing_curves(
             .where(Run.id == baseline_id)
             .values(status="done", progress=1.0, finished_at=datetime.now(UTC), accuracy=0.79)
         )
-    expect(summary).to_contain_text("1.500×", timeout=10_000)
+    expect(summary).to_contain_text("1.50×", timeout=10_000)
     expect(summary.locator("dt", has_text="Δ accuracy").locator("+ dd")).to_contain_text(
-        "+1 pt (baseline 79.0%)"
+        "+1.00 pt (baseline 79.0%)"
     )
     page.screenshot(path=screenshots / "24-run-done-with-baseline.png", full_page=True)
     assert console.errors == []

@@ -57,19 +57,20 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
     page.wait_for_selector("section[data-paper=mercury] table.paper-results")
     ours = mercury.locator("tr[data-accelerator=mercury-like]").locator("td").all_inner_texts()
     # seeds 0, 1, 2 at 1.5x, 1.6x, 1.7x: mean 1.60, 95% half-width t(2) * 0.1 / sqrt(3) = 0.25
-    assert ours[:2] == ["3 of 3", "1.60× ± 0.25"]
+    assert ours[:2] == ["3 of 3", "1.60 ± 0.25×"]
     # Beside the speedup: the runs' stall share and their baselines' (the same in every seed).
-    assert ours[2] == "0.20 ± 0.00\nbaseline 0.40 ± 0.00"
+    assert ours[2] == "20.0%\nbaseline 40.0%"
     # Iso-area: 0.9 of each seed's speedup, against the dense designs the runs stored.
-    assert ours[4] == "1.44× ± 0.22"
+    assert ours[4] == "1.44 ± 0.22×"
     assert ours[8] == (
-        "fastest: 32×36, 16/16/16 KiB, 16.5 mm²; least energy: 32×32, 16/16/16 KiB, 15 mm²"
+        "fastest: 32×36, 16/16/16 KiB, 16.5 mm²; least energy: 32×32, 16/16/16 KiB, 15.0 mm²"
     )
     assert "121 of 384 dense designs" in (
         mercury.locator("tr[data-accelerator=mercury-like] td.iso-designs").get_attribute("title")
         or ""
     )
-    assert ours[6] == "−0.50 pt ± 1.24 pt"  # deltas −1, −0.5, 0 points
+    # deltas −1, −0.5, 0 points: half-width 1.24 to two figures, the mean to its precision
+    assert ours[6] == "-0.5 ± 1.2 pt"
     # Half of 1.97x in log terms is reached, but the accuracy interval reaches below −1 point.
     assert ours[7] == "partial gain"
     verdict = mercury.locator("tr[data-accelerator=mercury-like] td.verdict")

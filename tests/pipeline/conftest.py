@@ -5,6 +5,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
+from backend.db import migrate
 from backend.settings import Settings
 from tests.conftest import orrery_env, service_settings
 
@@ -40,3 +41,18 @@ def worker_env(settings: Settings, redis_db_url: str, data_dir: Path) -> dict[st
         ORRERY_BROKER_URL=redis_db_url,
         ORRERY_RESULT_BACKEND=redis_db_url,
     )
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def any_database(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[TestClient, str]]:
+    """The API on PostgreSQL (one GROUP BY with stddev_samp) or on embedded SQLite (two passes)."""
+    if request.param == "postgresql":
+        settings = request.getfixturevalue("pg_settings")
+    else:
+        settings = Settings(data_dir=tmp_path / "data", reconcile_interval=0)
+        settings.ensure_data_dir()
+        migrate.upgrade(settings.effective_database_url)
+    with TestClient(create_app(settings)) as client:
+        yield client, settings.effective_database_url

@@ -8,16 +8,12 @@ import io
 import math
 import random
 import statistics
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from backend.analysis.groups import estimate, group_key, run_group_key
-from backend.api.app import create_app
-from backend.db import migrate
 from backend.db.models import Run
 from backend.db.session import session_scope
 from backend.settings import Settings
@@ -274,21 +270,6 @@ def _assert_same_figures(got: dict | None, want: dict | None) -> None:
             assert got[name] is None, name
         else:
             assert got[name] == pytest.approx(want[name], rel=1e-9, abs=1e-12), name
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-def any_database(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[tuple[TestClient, str]]:
-    """The API on PostgreSQL (one GROUP BY with stddev_samp) or on embedded SQLite (two passes)."""
-    if request.param == "postgresql":
-        settings = request.getfixturevalue("pg_settings")
-    else:
-        settings = Settings(data_dir=tmp_path / "data", reconcile_interval=0)
-        settings.ensure_data_dir()
-        migrate.upgrade(settings.effective_database_url)
-    with TestClient(create_app(settings)) as client:
-        yield client, settings.effective_database_url
 
 
 def test_database_groups_match_the_python_reference(any_database: tuple[TestClient, str]) -> None:

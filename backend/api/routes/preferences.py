@@ -8,14 +8,14 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.api.deps import DbSession
-from backend.api.schemas import RunOut
+from backend.api.run_columns import COLUMNS
 from backend.api.security import CurrentUser
 from backend.db.models import User
 
 router = APIRouter(prefix="/preferences", tags=["accounts"])
 
-# Every field of a run row the table can show.
-RunColumn = Literal[tuple(RunOut.model_fields)]  # type: ignore[valid-type]
+# Every column the run table can show (the run row's fields and the extra columns).
+RunColumn = Literal[tuple(COLUMNS)]  # type: ignore[valid-type]
 
 
 class Preferences(BaseModel):
@@ -24,7 +24,7 @@ class Preferences(BaseModel):
     run_table_columns: Annotated[
         list[RunColumn] | None,
         Field(
-            max_length=len(RunOut.model_fields),
+            max_length=len(COLUMNS),
             description="the run table's columns, in order (None: the table's default set)",
         ),
     ] = None
@@ -50,5 +50,5 @@ def _known(stored: dict[str, Any]) -> dict[str, Any]:
     is dropped rather than refused, so an old choice never locks a user out of the page."""
     columns = stored.get("run_table_columns")
     if isinstance(columns, list):
-        columns = [c for c in columns if c in RunOut.model_fields] or None
+        columns = [c for c in columns if c in COLUMNS] or None
     return {"run_table_columns": columns if isinstance(columns, list) else None}

@@ -24,6 +24,7 @@ from backend.api.access import (
     can_see_workers,
 )
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
+from backend.api.run_columns import COLUMNS, extra_values
 from backend.api.run_export import (
     EXPORT_COLUMNS,
     SOURCE_COLUMNS,
@@ -41,9 +42,11 @@ from backend.api.schemas import (
     ParetoPoint,
     ProgressOut,
     RunAttemptOut,
+    RunColumnOut,
     RunDetail,
     RunGroup,
     RunOut,
+    RunRow,
 )
 from backend.api.security import CurrentUser
 from backend.db.models import EpochMetric, Run, Training, User
@@ -62,7 +65,7 @@ Filters = Annotated[RunFilters, Depends(run_filters)]
 RUN_OUT_COLUMNS = [Run.__table__.c[name] for name in RunOut.model_fields]
 
 
-@router.get("", response_model=Page[RunOut])
+@router.get("", response_model=Page[RunRow])
 def list_runs(
     request: Request,
     db: DbSession,
@@ -70,9 +73,18 @@ def list_runs(
     filters: Filters,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
+    column: Annotated[
+        list[str],
+        Query(description="extra columns for each row's `columns` (keys of /runs/columns)"),
+    ] = [],  # noqa: B006
 ) -> Response:
     """Runs you can see, filtered, sorted and paginated; `total` counts every page."""
     order = filters.order_by()  # a bad sort is refused before anything runs
+    unknown = [key for key in column if key not in COLUMNS]
+    if unknown:
+        raise HTTPException(
+            422, f"column: unknown column '{unknown[0]}'; GET /api/v1/runs/columns lists them"
+        )
 
     # Whole pages are cached by the CachedReads middleware; the total is cached here too, per
     # filter, so that paging through one result set counts it once.
@@ -94,9 +106,34 @@ def list_runs(
     )
     rows = db.execute(select(*RUN_OUT_COLUMNS).where(Run.id.in_(page_ids))).mappings()
     by_id = {row["id"]: row for row in rows}
-    items = [RunOut.model_validate(by_id[run_id]) for run_id in page_ids]
-    answer = Page[RunOut](total=total, limit=limit, offset=offset, items=items)
+    extras = extra_values(db, page_ids, column)
+    items = [
+        RunRow.model_validate({**by_id[run_id], "columns": extras[run_id]}) for run_id in page_ids
+    ]
+    answer = Page[RunRow](total=total, limit=limit, offset=offset, items=items)
     return Response(answer.model_dump_json().encode(), media_type="application/json")
+
+
+@router.get("/columns", response_model=list[RunColumnOut])
+def columns(_user: CurrentUser) -> list[RunColumnOut]:
+    """Every column the run list can show (`column=`), sort by (`sort=`, where `sortable`),
+    filter by range (`range=`, the sortable numbers) and group by (`/runs/summary?by=`, where
+    `groupable`): the run's fields and measures, derived figures, epoch figures over the
+    training, and every training, accelerator and technique field."""
+    return [
+        RunColumnOut(
+            key=c.key,
+            label=c.label,
+            group=c.group,
+            kind=c.kind,
+            unit=c.unit,
+            description=c.description,
+            sortable=c.sortable,
+            groupable=c.groupable,
+            in_row=c.in_row,
+        )
+        for c in COLUMNS.values()
+    ]
 
 
 @router.get("/compare", response_model=list[Comparison])
@@ -260,21 +297,23 @@ def export(
     )
 
 
-GROUPABLE = {
-    "technique": Run.technique,
-    "model": Run.model,
-    "dataset": Run.dataset,
-    "accelerator_name": Run.accelerator_name,
-    "status": Run.status,
-    "seed": Run.seed,
-    "experiment_id": Run.experiment_id,
-    "baseline_hardware": Run.baseline_hardware,
-    "is_baseline": Run.is_baseline,
-}
 SUMMARISED = (
-    "accuracy", "speedup", "energy_ratio", "iso_area_speedup", "iso_area_energy_ratio",
-    "total_cycles", "seconds", "stall_share", "energy_pj", "dram_bytes", "area_mm2",
+    "accuracy", "accuracy_delta", "speedup", "energy_ratio", "iso_area_speedup",
+    "iso_area_energy_ratio", "total_cycles", "seconds", "stall_share", "energy_pj", "dram_bytes",
+    "area_mm2",
 )  # fmt: skip
+
+
+def _group_key(by: str) -> Any:
+    if by.startswith("param:") and len(by) > len("param:"):
+        return Run.params[by.removeprefix("param:")]
+    if by in COLUMNS and COLUMNS[by].groupable:
+        return COLUMNS[by].expression
+    raise HTTPException(
+        422,
+        f"by: '{by}' is not a groupable column (GET /api/v1/runs/columns: groupable) "
+        "or a swept value 'param:<path>'",
+    )
 
 
 @router.get("/summary", response_model=list[GroupSummary])
@@ -283,26 +322,23 @@ def summary(
     user: CurrentUser,
     filters: Filters,
     by: Annotated[
-        str,
+        list[str],
         Query(
-            description=f"a column ({', '.join(GROUPABLE)}) or a swept value 'param:<path>' "
-            "(e.g. 'param:mercury.signature_bits')"
+            description="one or more groupable columns (technique, model, accelerator_name, "
+            "training.batch_size, mercury.signature_bits, ...: /runs/columns) or swept values "
+            "'param:<path>'; several give one group per combination"
         ),
     ],
 ) -> list[GroupSummary]:
-    """The matching runs grouped by one column: per group the run count and the mean and
-    sample standard deviation of each metric over the runs that have it."""
-    if by.startswith("param:") and len(by) > len("param:"):
-        key = Run.params[by.removeprefix("param:")]
-    elif by in GROUPABLE:
-        key = GROUPABLE[by]
-    else:
-        raise HTTPException(
-            422, f"by: '{by}' is not one of {', '.join(GROUPABLE)} or 'param:<path>'"
-        )
-    metrics = [getattr(Run, name) for name in SUMMARISED]
-    rows = db.execute(filtered_runs(db, user, filters, key).add_columns(*metrics)).all()
-    return summarise_groups(rows, SUMMARISED)
+    """The matching runs grouped by one or more columns: per group the run count and, for each
+    metric, how many runs have it (n) and their mean and sample standard deviation."""
+    keys = [_group_key(item) for item in by]
+    metrics = [COLUMNS[name].expression for name in SUMMARISED]
+    query = filtered_runs(db, user, filters, keys[0]).add_columns(*keys[1:], *metrics)
+    rows = db.execute(query).all()
+    width = len(keys)
+    grouped = ((row[0] if width == 1 else list(row[:width]), *row[width:]) for row in rows)
+    return summarise_groups(grouped, SUMMARISED)
 
 
 @router.get("/{run_id}", response_model=RunDetail)

@@ -3,6 +3,7 @@
 // drawn apart (open grey markers, never on the front); the front among the technique points
 // drawn and ringed. The design points and the front come from the server (chart-data).
 
+import { formatEstimate } from "../format.js";
 import { baseLayout, emptyFigure, groupBy, techniqueColor } from "./common.js";
 
 const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "star", "triangle-down", "pentagon", "hexagon", "cross"];
@@ -14,10 +15,9 @@ function errorBar(points, pick, scale) {
   return { type: "data", array: halves, visible: true, thickness: 1.2, width: 3 };
 }
 
-function interval(estimate, scale, digits, unit = "") {
-  const mean = (estimate.mean * scale).toFixed(digits);
-  if (estimate.ci_high === null) return `${mean}${unit} (one seed)`;
-  return `${mean}${unit} ± ${(((estimate.ci_high - estimate.ci_low) / 2) * scale).toFixed(digits)}${unit}`;
+function interval(estimate, unit) {
+  if (estimate.ci_high === null) return `${formatEstimate(estimate.mean, null, unit)} (one seed)`;
+  return formatEstimate(estimate.mean, (estimate.ci_high - estimate.ci_low) / 2, unit);
 }
 
 function hover(point) {
@@ -25,9 +25,9 @@ function hover(point) {
   return [
     `<b>${point.technique} on ${point.accelerator_name}</b>`,
     `seeds ${point.seeds.join(", ")} (runs ${point.run_ids.map((id) => `#${id}`).join(", ")})`,
-    `speedup: ${interval(point.speedup, 1, 3, "×")}`,
-    `accuracy: ${interval(point.accuracy, 100, 2, "%")}`,
-    point.accuracy_drop ? `accuracy drop: ${interval(point.accuracy_drop, 100, 2, " pts")}` : "",
+    `speedup: ${interval(point.speedup, "×")}`,
+    `accuracy: ${interval(point.accuracy, "%")}`,
+    point.accuracy_drop ? `accuracy drop: ${interval(point.accuracy_drop, "pt")}` : "",
     point.is_baseline ? "<i>baseline: the reference, not ranked</i>" : point.on_front ? "<i>on the Pareto front</i>" : "",
     ...swept,
   ].filter(Boolean).join("<br>");

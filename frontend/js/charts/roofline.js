@@ -1,6 +1,6 @@
 // Roofline: achieved ops/s against operational intensity (ops per DRAM byte), under each array's roof.
 
-import { acceleratorLabel } from "../format.js";
+import { acceleratorLabel, formatValue } from "../format.js";
 import { baseLayout, colorAt, emptyFigure, finished, groupBy, hoverText, techniqueColor } from "./common.js";
 
 /** Peak ops/s (2 ops per MAC per PE per cycle) and DRAM bytes/s of one accelerator. */
@@ -44,7 +44,7 @@ export default {
         legendgroup: "roofs", showlegend: named || index === 0,
         x: xs, y: xs.map((x) => Math.min(peak, bandwidth * x)),
         line: { color: named ? colorAt(index + 6) : "#b8bec8", width: named ? 2 : 1 },
-        hovertemplate: `${name}<br>peak %{y:.3s}ops/s<br>ridge at ${ridge.toPrecision(3)} ops/byte<extra></extra>`,
+        hovertemplate: `${name}<br>peak %{y:.3s}ops/s<br>ridge at ${formatValue(ridge)} ops/byte<extra></extra>`,
       });
     });
     for (const [technique, group] of groupBy(points, (p) => p.run.technique)) {
@@ -52,9 +52,9 @@ export default {
         type: "scatter", mode: "markers", name: technique,
         x: group.map((p) => p.intensity), y: group.map((p) => p.performance),
         text: group.map((p) => hoverText(p.run, [
-          `intensity: ${p.intensity.toPrecision(3)} ops/byte`,
-          `achieved: ${(p.performance / 1e9).toPrecision(3)} Gops/s`,
-          `of peak: ${((100 * p.performance) / roofOf(p.run.accelerator).peak).toFixed(1)}%`,
+          `intensity: ${formatValue(p.intensity)} ops/byte`,
+          `achieved: ${formatValue(p.performance / 1e9)} Gops/s`,
+          `of peak: ${formatValue(p.performance / roofOf(p.run.accelerator).peak, "%")}`,
         ])),
         hovertemplate: "%{text}<extra></extra>",
         marker: { size: 10, color: techniqueColor(technique), line: { width: 1, color: "#fff" } },

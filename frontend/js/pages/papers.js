@@ -2,45 +2,40 @@
 // (mean and 95% interval over seeds, per accelerator preset), and a button submitting it.
 
 import { API, describe, getJson, postJson } from "../api.js";
-import { el } from "../format.js";
+import { el, formatEstimate, formatValue } from "../format.js";
 import { isoAreaBudget, isoAreaDesigns } from "../iso-area.js";
 
 const root = document.getElementById("papers");
 const errors = document.getElementById("page-errors");
 
-/** "mean ± half-width" of an estimate (the interval in full on hover); n = 1 has no interval.
- * `format` writes a mean, `spread` the interval's half-width. */
-function estimateCell(estimate, [format, spread]) {
+/** "mean ± half-width" of an estimate (the interval in full on hover); n = 1 has no interval. */
+function estimateCell(estimate, unit) {
   if (!estimate) return el("td", { class: "num muted", text: "–" });
+  const format = (value) => formatValue(value, unit);
   const mean = format(estimate.mean);
   if (estimate.ci_low === null) {
     return el("td", { class: "num", title: "one seed: no interval" }, mean, el("span", { class: "muted", text: " (n = 1)" }));
   }
   const half = (estimate.ci_high - estimate.ci_low) / 2;
   return el("td", { class: "num estimate", title: `95% interval ${format(estimate.ci_low)} to ${format(estimate.ci_high)}, n = ${estimate.n}` },
-    mean, el("span", { class: "ci", text: ` ± ${spread(half)}` }));
+    formatEstimate(estimate.mean, half, unit));
 }
 
 /** The runs' stall share with their baselines' beside it, each mean ± half-width. */
 function stallCell(group) {
-  const [run, baseline] = [group.stall_share, group.baseline_stall_share].map((e) => estimateCell(e, share).textContent);
+  const [run, baseline] = [group.stall_share, group.baseline_stall_share].map((e) => estimateCell(e, "%").textContent);
   return el("td", { class: "num stall", title: "share of the cycles spent waiting on DRAM: the runs', then their baselines'" },
     run, el("span", { class: "muted", text: `baseline ${baseline}` }));
 }
-
-const times = [(v) => `${v.toFixed(2)}×`, (h) => h.toFixed(2)];
-const ratio = [(v) => v.toFixed(3), (h) => h.toFixed(3)];
-const share = [(v) => v.toFixed(2), (h) => h.toFixed(2)];
-const points = [(v) => `${v >= 0 ? "+" : "−"}${Math.abs(100 * v).toFixed(2)} pt`, (h) => `${(100 * h).toFixed(2)} pt`];
 
 function headlineRow(paper) {
   const { headline } = paper;
   return el("tr", { class: "headline-row" },
     el("th", { scope: "row", text: `Paper (${paper.venue})` }),
     el("td", { class: "num muted", text: "its own networks" }),
-    el("td", { class: "num", text: times[0](headline.speedup) }),
+    el("td", { class: "num", text: formatValue(headline.speedup, "×") }),
     el("td", { class: "num muted", text: "–" }),
-    el("td", { class: "num", text: headline.energy_ratio === null ? "not reported" : ratio[0](headline.energy_ratio) }),
+    el("td", { class: "num", text: headline.energy_ratio === null ? "not reported" : formatValue(headline.energy_ratio, "×") }),
     el("td", { class: "num muted", text: "–" }),
     el("td", { class: "num muted", text: "–" }),
     el("td", { class: "num", text: headline.accuracy }),
@@ -55,12 +50,12 @@ function groupRow(group) {
   return el("tr", { dataset: { accelerator: group.accelerator_name } },
     el("th", { scope: "row" }, `Ours on ${group.accelerator_name}`, swept ? el("span", { class: "muted", text: ` (${swept})` }) : ""),
     el("td", { class: "num", text: `${group.done} of ${group.run_ids.length}` }),
-    estimateCell(group.speedup, times),
+    estimateCell(group.speedup, "×"),
     stallCell(group),
-    estimateCell(group.energy_ratio, ratio),
-    estimateCell(group.iso_area_speedup, times),
-    estimateCell(group.iso_area_energy_ratio, ratio),
-    estimateCell(group.accuracy_delta, points),
+    estimateCell(group.energy_ratio, "×"),
+    estimateCell(group.iso_area_speedup, "×"),
+    estimateCell(group.iso_area_energy_ratio, "×"),
+    estimateCell(group.accuracy_delta, "pt"),
     el("td", { class: `verdict verdict-${group.verdict.split(" ")[0]}`, title: group.verdict_why, text: group.verdict }),
     el("td", { class: "iso-designs", title: isoAreaBudget(group.iso_area), text: isoAreaDesigns(group.iso_area) }));
 }

@@ -5,7 +5,7 @@ import { annotationsEditor } from "../annotations.js";
 import { API, del, describe, getJson, postJson, query } from "../api.js";
 import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
-import { el, fmtNumber, fmtPercent, fmtSeconds } from "../format.js";
+import { el, fmtNumber, fmtPercent, fmtSeconds, formatValue } from "../format.js";
 import { statusCell } from "../run-table.js";
 import { fmtDuration, progressText } from "../progress.js";
 import { epochFigures, loadFigures } from "../figures.js";
@@ -18,15 +18,15 @@ const POLL_MS = 2000;
 
 const link = (href, text) => el("a", { href, text });
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
-const mib = (bytes) => (bytes === null || bytes === undefined ? "–" : `${fmtNumber(bytes / 2 ** 20)} MiB`);
-const squareMm = (mm2) => (mm2 === null || mm2 === undefined ? "–" : `${fmtNumber(mm2)} mm²`);
-const microjoules = (pj) => (pj === null || pj === undefined ? "–" : `${fmtNumber(pj / 1e6)} µJ`);
+const mib = (bytes) => formatValue(bytes, "bytes");
+const squareMm = (mm2) => formatValue(mm2, "mm²");
+const microjoules = (pj) => formatValue(pj, "pJ");
 
 /** The area by component, one line each, for the Area figure's hover text. */
 function areaParts(parts) {
   if (!parts) return undefined;
   return Object.entries(parts).filter(([, um2]) => um2 > 0)
-    .map(([name, um2]) => `${name.replaceAll("_", " ")}: ${fmtNumber(um2 / 1e6)} mm²`).join("\n");
+    .map(([name, um2]) => `${name.replaceAll("_", " ")}: ${formatValue(um2 / 1e6, "mm²")}`).join("\n");
 }
 
 function facts(container, rows) {
@@ -47,7 +47,7 @@ function baselineText(run) {
 
 /** The speedup, or why there is none yet: a baseline not done is named, linked, with its state. */
 function speedupText(run, baseline) {
-  if (run.speedup !== null) return `${run.speedup.toFixed(3)}×`;
+  if (run.speedup !== null) return formatValue(run.speedup, "×");
   if (run.status !== "done" || !baseline) return "–";
   const name = link(`/runs/${baseline.id}`, `baseline run #${baseline.id}`);
   if (OPEN.has(baseline.status)) {
@@ -61,7 +61,7 @@ function speedupText(run, baseline) {
 function deltaText(comparison) {
   const delta = comparison?.accuracy_delta;
   if (delta === null || delta === undefined) return "–";
-  return `${delta >= 0 ? "+" : "−"}${fmtNumber(Math.abs(100 * delta), 2)} pt (baseline ${fmtPercent(comparison.baseline_accuracy)})`;
+  return `${formatValue(delta, "pt")} (baseline ${fmtPercent(comparison.baseline_accuracy)})`;
 }
 
 /** Created, started and finished times, and how long it took (or has taken so far). */
@@ -92,13 +92,13 @@ function renderSummary(run, { baseline = null, comparison = null } = {}) {
     ["Test accuracy", fmtPercent(run.accuracy)],
     ["Δ accuracy", deltaText(comparison)],
     ["Speedup", speedupText(run, baseline)],
-    ["Energy ratio", fmtNumber(run.energy_ratio)],
-    ["Cycles", `${fmtNumber(run.total_cycles)} (${fmtNumber(run.compute_cycles)} array and exposed extension + ${fmtNumber(run.stall_cycles)} stall)`],
+    ["Energy ratio", formatValue(run.energy_ratio, "×")],
+    ["Cycles", `${formatValue(run.total_cycles, "cycles")} (${formatValue(run.compute_cycles, "cycles")} array and exposed extension + ${formatValue(run.stall_cycles, "cycles")} stall)`],
     ["Time", `${fmtSeconds(run.seconds)} for the training, ${fmtSeconds(run.seconds_per_step)} a step (at ${fmtNumber(run.accelerator_config?.clock_mhz ?? null)} MHz)`],
     ["Energy", microjoules(run.energy_pj)],
     ["Area", el("span", { title: areaParts(run.summary?.area_um2) }, `${squareMm(run.area_mm2)} (45 nm, its extensions included)`)],
-    ["MACs actual / algorithmic", `${fmtNumber(run.macs_actual)} / ${fmtNumber(run.macs_algorithmic)}`],
-    ["MACs skipped / overhead", `${fmtNumber(run.macs_skipped)} / ${fmtNumber(run.macs_overhead)}`],
+    ["MACs actual / algorithmic", `${formatValue(run.macs_actual, "MACs")} / ${formatValue(run.macs_algorithmic, "MACs")}`],
+    ["MACs skipped / overhead", `${formatValue(run.macs_skipped, "MACs")} / ${formatValue(run.macs_overhead, "MACs")}`],
     ["DRAM traffic", mib(run.dram_bytes)],
   ]);
 }
@@ -170,14 +170,14 @@ const LAYER_COLUMNS = [
   ["Layer", (l) => l.layer],
   ["Pass", (l) => l.training_pass],
   ["Role", (l) => l.role],
-  ["MACs actual", (l) => fmtNumber(l.macs_actual), true],
-  ["MACs skipped", (l) => fmtNumber(l.macs_skipped), true],
-  ["MACs overhead", (l) => fmtNumber(l.macs_overhead), true],
+  ["MACs actual", (l) => formatValue(l.macs_actual, "MACs"), true],
+  ["MACs skipped", (l) => formatValue(l.macs_skipped, "MACs"), true],
+  ["MACs overhead", (l) => formatValue(l.macs_overhead, "MACs"), true],
   // total = array + exposed extension + stall (extension work the array's time hides is free)
-  ["Array cycles", (l) => fmtNumber(l.details.array_cycles ?? null), true],
-  ["Exposed extension", (l) => fmtNumber(l.details.exposed_extension_cycles ?? null), true],
-  ["Stall cycles", (l) => fmtNumber(l.stall_cycles), true],
-  ["Total cycles", (l) => fmtNumber(l.total_cycles), true],
+  ["Array cycles", (l) => formatValue(l.details.array_cycles ?? null, "cycles"), true],
+  ["Exposed extension", (l) => formatValue(l.details.exposed_extension_cycles ?? null, "cycles"), true],
+  ["Stall cycles", (l) => formatValue(l.stall_cycles, "cycles"), true],
+  ["Total cycles", (l) => formatValue(l.total_cycles, "cycles"), true],
   ["Utilisation", (l) => fmtPercent(l.utilization), true],
   ["DRAM", (l) => mib(l.dram_bytes), true],
   ["Energy", (l) => microjoules(l.energy_pj), true],

@@ -74,12 +74,12 @@ compareButton.addEventListener("click", () => {
 });
 
 let showGroups = null;
-table.load().then(() => {
+// The account's columns first, so the table is drawn once, with them.
+columnChooser(document.getElementById("column-control"), table).catch(() => {}).then(() => table.load()).then(() => {
   const swept = [...new Set((table.page?.items || []).flatMap((r) => Object.keys(r.params || {})))]
     .filter((key) => !["technique", "accelerator", "seed"].includes(key)).sort();
-  showGroups = groupByControl(document.getElementById("group-control"), document.getElementById("run-groups"), table, swept);
+  groupByControl(document.getElementById("group-control"), document.getElementById("run-groups"), table, swept).then((show) => { showGroups = show; });
 });
-columnChooser(document.getElementById("column-control"), table);
 const filtered = table.onChange;
 table.onChange = (t) => {
   filtered(t);

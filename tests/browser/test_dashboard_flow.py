@@ -228,6 +228,16 @@ def test_submit_watch_compare_save_and_share(
     wait_for_charts(shared, len(CHARTS))
     check_text_block(shared)
     assert shared.locator("#title").inner_text() == "tiny sweep"
+    # Its summary table as on the compare page, the run counts as text (no page behind a login).
+    shared_summary = shared.locator("#group-summary tbody tr")
+    shared_summary.first.wait_for()
+    assert shared_summary.count() == 3
+    assert sorted(shared.locator("#group-summary tbody td:first-child").all_inner_texts()) == [
+        "baseline",
+        "mercury",
+        "mercury",
+    ]
+    assert shared.locator("#group-summary a").count() == 0
     assert shared.locator("form, nav, a[href='/submit']").count() == 0
     # The shared endpoint, and the public technique table (the charts' colours) and figure
     # declarations (the training curves' panels).

@@ -7,6 +7,7 @@ import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent, fmtSeconds } from "../format.js";
 import { statusCell } from "../run-table.js";
 import { epochFigures, loadFigures } from "../figures.js";
+import { showPageError } from "../page-errors.js";
 import { loadTechniques } from "../techniques.js";
 
 const runId = Number(location.pathname.split("/").pop());
@@ -211,7 +212,7 @@ async function main() {
     const figure = curves.build([run]);
     Plotly.newPlot("curves", figure.data, figure.layout, { responsive: true, displaylogo: false });
   } catch (error) {
-    errors.textContent = `Cannot show run ${runId}: ${describe(error)}`;
+    showPageError(`Cannot show run ${runId}: ${describe(error)}`, error);
   }
 }
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, BrowserContext, Page
 
 from backend.specs.experiment import ExperimentSpec
 from tests.browser.conftest import ConsoleLog, Server, serving
@@ -40,6 +40,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data_dir = tmp_path_factory.mktemp("orrery-specs")
     with serving(data_dir, orrery_env(ORRERY_DATA_DIR=str(data_dir)), "--no-with-worker") as s:
         yield s
+
+
+def watched_page(browser: Browser) -> tuple[BrowserContext, Page, ConsoleLog]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    console = ConsoleLog()
+    console.watch(page)
+    return context, page, console
 
 
 def normalised(spec: dict[str, Any]) -> dict[str, Any]:
@@ -87,10 +95,7 @@ def test_every_example_opens_in_the_form_and_submits_as_written(
     server: Server, browser: Browser, screenshots: Path
 ) -> None:
     assert len(EXAMPLES) >= 11  # the quick start, the examples, the miniatures and full ones
-    console = ConsoleLog()
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    console.watch(page)
+    context, page, console = watched_page(browser)
     for path in EXAMPLES:
         name = str(path.relative_to(ROOT))
         written = yaml.safe_load(path.read_text())
@@ -142,10 +147,7 @@ sweep:
 def test_a_pasted_spec_keeps_what_the_form_cannot_show(
     server: Server, browser: Browser, screenshots: Path
 ) -> None:
-    console = ConsoleLog()
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    console.watch(page)
+    context, page, console = watched_page(browser)
     open_submit(page, server)
 
     # Not YAML: the dialog says where, and stays open with the text.

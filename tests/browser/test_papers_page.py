@@ -53,6 +53,7 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
         in mercury.locator(".submit-status").inner_text()
     )
     assert button.is_disabled() and button.inner_text() == "Submitted"
+    mercury.screenshot(path=str(screenshots / "papers-page-submitted.png"))
     experiment_id = int(link.inner_text().removeprefix("experiment #"))
     link.click()
     page.wait_for_url(f"**/experiments/{experiment_id}")

@@ -57,8 +57,8 @@ export async function savedFilters(box, { current, apply }) {
       action: async () => {
         try {
           await del(`${API}/dashboards/${encodeURIComponent(dashboard.id)}`);
-          status.textContent = `Deleted “${dashboard.name}”.`;
           await reload();
+          status.textContent = `Deleted “${dashboard.name}”.`;
         } catch (error) {
           status.textContent = `Not deleted: ${describe(error)}`;
         }
@@ -93,9 +93,9 @@ export async function savedFilters(box, { current, apply }) {
     }
     try {
       const created = await postJson(`${API}/dashboards`, { name: name.value.trim(), config: { filters: toSaved(filters, sort) } });
-      status.textContent = `Saved “${created.name}”.`;
       name.value = "";
       await reload(created.id);
+      status.textContent = `Saved “${created.name}”.`;
     } catch (error) {
       status.textContent = `Not saved: ${describe(error)}`;
     }

@@ -11,11 +11,13 @@ Printed per paper and per (technique, accelerator): speedup and energy ratio aga
 baseline, and the accuracy change paired by seed (run minus its own seed's baseline), each as
 the mean over seeds ± the half-width of its 95% confidence interval (Student's t, n - 1 degrees
 of freedom; it covers the seeds only, not the preset's assumptions), the stall share (stall
-cycles / cycles) of the runs and of their baselines, and the verdict with its reason
-(backend/analysis/verdict.py, the papers page's too). Next to them, what the technique did,
-from the runs' per-epoch figures (mean over seeds), the figure each paper's entry names:
-ADA-GP's GP fraction (GP batches over all batches, warm-up included), MERCURY's last-epoch hit
-rate, SparseTrain's last-epoch backward density.
+cycles / cycles, the runs' `stall_share`) of the runs and of their baselines, the iso-area
+speedup and energy ratio (against the fastest and the lowest-energy dense designs of equal or
+smaller area, worker/sim/iso_area.py) with the designs of the group's first run, and the verdict
+with its reason (backend/analysis/verdict.py, the papers page's too). Next to them, what the
+technique did, from the runs' per-epoch figures (mean over seeds), the figure each paper's entry
+names: ADA-GP's GP fraction (GP batches over all batches, warm-up included), MERCURY's
+last-epoch hit rate, SparseTrain's last-epoch backward density.
 
     python benchmarks/paper_check.py [--full] [--only mercury adagp sparsetrain]
                                      [--url URL] [--reuse] [--data-dir DIR]
@@ -67,9 +69,22 @@ def fmt(values: list[float], pattern: str, signed: bool = False) -> str:
     return f"{text} ± {pattern.format(found.ci_high - found.mean)}"
 
 
-def stall_share(run: dict) -> float | None:
-    cycles = run.get("total_cycles")
-    return run["stall_cycles"] / cycles if cycles else None
+def dense_design(design: dict) -> str:
+    """rows x cols, ifmap/filter/ofmap KiB of an iso-area design."""
+    srams = "/".join(str(design[f"{kind}_sram_kib"]) for kind in ("ifmap", "filter", "ofmap"))
+    return f"{design['rows']}x{design['cols']} {srams} KiB"
+
+
+def iso_area_designs(runs: list[dict]) -> str:
+    """The fastest and the lowest-energy dense designs of the first run that has them."""
+    iso = next((run["iso_area"] for run in runs if run.get("iso_area")), None)
+    if iso is None:
+        return "-"
+    return f"{dense_design(iso['fastest'])} | {dense_design(iso['lowest_energy'])}"
+
+
+def values(runs: list[dict], key: str) -> list[float]:
+    return [run[key] for run in runs if run.get(key) is not None]
 
 
 @contextlib.contextmanager
@@ -158,13 +173,13 @@ def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
             )  # fmt: skip
             groups[(run["technique"], run["accelerator_name"], swept)].append(run)
     figures = technique_figures(client, runs)
-    header = ("technique", "accelerator", "setting", "seeds", "speedup", "energy ratio",
-              "accuracy", "Δ accuracy (pt)", "stall share", "baseline stall", "verdict",
-              "what it did", "why")  # fmt: skip
+    header = ("technique", "accelerator", "setting", "seeds", "speedup", "stall share",
+              "baseline stall", "energy ratio", "iso-area speedup", "iso-area energy",
+              "iso-area designs (fastest | least energy)", "accuracy", "Δ accuracy (pt)",
+              "verdict", "what it did", "why")  # fmt: skip
     rows = [header]
     for (technique, accelerator, swept), members in sorted(groups.items()):
-        speedups = [r["speedup"] for r in members if r["speedup"] is not None]
-        energies = [r["energy_ratio"] for r in members if r["energy_ratio"] is not None]
+        speedups, energies = values(members, "speedup"), values(members, "energy_ratio")
         accuracies = [100 * r["accuracy"] for r in members if r["accuracy"] is not None]
         deltas = [
             100 * (r["accuracy"] - by_id[r["baseline_run_id"]]["accuracy"])
@@ -175,18 +190,15 @@ def report(paper: str, runs: list[dict], client: OrreryClient) -> None:
         ]
         did = [figures[r["training_id"]] for r in members if r["training_id"] in figures]
         label = figure.label if (figure := paper_figure(technique)) else ""
-        stalls = [s for r in members if (s := stall_share(r)) is not None]
-        base_stalls = [
-            s
-            for r in members
-            if r["baseline_run_id"] in by_id
-            and (s := stall_share(by_id[r["baseline_run_id"]])) is not None
-        ]
+        baselines = [by_id[r["baseline_run_id"]] for r in members if r["baseline_run_id"] in by_id]
         judged = verdict(estimate(speedups), estimate(deltas), PAPERS[paper].speedup)
         rows.append((technique, accelerator, swept or "-", str(len(members)),
-                     fmt(speedups, "{:.3f}x"), fmt(energies, "{:.3f}"), fmt(accuracies, "{:.2f}"),
-                     fmt(deltas, "{:.2f}", signed=True), fmt(stalls, "{:.2f}"),
-                     fmt(base_stalls, "{:.2f}"), judged.outcome,
+                     fmt(speedups, "{:.3f}x"), fmt(values(members, "stall_share"), "{:.2f}"),
+                     fmt(values(baselines, "stall_share"), "{:.2f}"), fmt(energies, "{:.3f}"),
+                     fmt(values(members, "iso_area_speedup"), "{:.3f}x"),
+                     fmt(values(members, "iso_area_energy_ratio"), "{:.3f}"),
+                     iso_area_designs(members), fmt(accuracies, "{:.2f}"),
+                     fmt(deltas, "{:.2f}", signed=True), judged.outcome,
                      f"{label} {statistics.fmean(did):.3f}" if did else "-",
                      judged.why))  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

@@ -294,6 +294,42 @@ def test_0016_fills_seconds_from_the_stored_summary(database_url: str) -> None:
     engine.dispose()
 
 
+def test_0018_fills_the_stall_share_from_the_stored_cycles(database_url: str) -> None:
+    url = database_url
+    migrate.upgrade(url, "0017")
+    engine = create_engine(url)
+    runs = _runs_table(sa.column("stall_cycles"), sa.column("total_cycles"), sa.column("group_key"))
+    common = {
+        "experiment_id": 1, "is_baseline": True, "technique": "baseline", "model": "lenet5",
+        "dataset": "digits", "accelerator_name": "edge", "seed": 0, "progress": 1.0,
+        "technique_params": [], "training_config": {}, "accelerator_config": {}, "params": {},
+        "group_key": "g",
+    }  # fmt: skip
+    with engine.begin() as connection:
+        _insert_experiment(connection)
+        connection.execute(
+            runs.insert(),
+            [
+                {**common, "id": 1, "status": "done", "stall_cycles": 30, "total_cycles": 120},
+                {**common, "id": 2, "status": "done", "stall_cycles": 0, "total_cycles": 0},
+                {**common, "id": 3, "status": "queued", "stall_cycles": None, "total_cycles": None},
+            ],
+        )
+    migrate.upgrade(url)
+    with engine.connect() as connection:
+        stored = connection.execute(
+            text("SELECT id, stall_share, iso_area_speedup, iso_area FROM runs ORDER BY id")
+        ).all()
+    assert [tuple(row) for row in stored] == [
+        (1, 0.25, None, None), (2, None, None, None), (3, None, None, None),
+    ]  # fmt: skip
+    migrate.downgrade(url, "0017")
+    with engine.connect() as connection:
+        columns = {c["name"] for c in inspect(connection).get_columns("runs")}
+    assert not columns & {"stall_share", "iso_area_speedup", "iso_area_energy_ratio", "iso_area"}
+    engine.dispose()
+
+
 def test_0015_backfills_the_group_key(database_url: str) -> None:
     url = database_url
     migrate.upgrade(url, "0013")

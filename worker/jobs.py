@@ -1,10 +1,10 @@
 """The job runner: claim a training, train it under its lease, store what it did.
 
 One Celery task run is one *delivery*. How a delivery claims its training and holds the lease
-is `backend.delivery.claims`; how the results are stored (in one transaction fenced by the
-lease) is `worker.storage`. This module only orders the steps and turns their outcome into the
-task's answer. A training already done is not trained again: its open runs are simulated on the
-stored workload (a retried run of a finished training).
+is `backend.delivery.claims`; how each epoch is stored as it is measured and the results at
+the end (each write fenced by the lease) is `worker.storage`. This module only orders the steps
+and turns their outcome into the task's answer. A training already done is not trained again:
+its open runs are simulated on the stored workload (a retried run of a finished training).
 
 Deterministic failures end the training at once, with the real reason: a training config that
 no longer validates, a training that raises ValueError/RuntimeError, and a result that cannot be
@@ -42,9 +42,10 @@ from backend.specs.training import TrainingConfig
 from worker.storage import (
     DID_NOT_LEARN_MARGIN,
     simulate_pending_runs,
+    store_epoch,
     store_results,
 )
-from worker.training import Progress, TrainingCancelled, run_training
+from worker.training import EpochMetrics, Progress, TrainingCancelled, run_training
 
 log = logging.getLogger("orrery.jobs")
 PROGRESS_INTERVAL = 1.0  # seconds between progress writes and cancellation reads
@@ -161,12 +162,19 @@ def run_training_job(
             except SQLAlchemyError:
                 return False
 
+        def on_epoch(epoch: EpochMetrics) -> None:
+            try:
+                store_epoch(database_url, training_id, attempt, epoch)
+            except SQLAlchemyError as exc:  # like progress: the results store every epoch
+                log.warning("training %s: epoch %s not stored: %s", training_id, epoch.epoch, exc)
+
         try:
             result = run_training(
                 config,
                 techniques,
                 progress=progress,
                 should_cancel=should_cancel,
+                on_epoch=on_epoch,
                 data_root=get_settings().effective_data_root,
                 fashion_mnist_dir=get_settings().fashion_mnist_dir,
             )

@@ -3,9 +3,16 @@ run's accelerator, with the run's metrics and `done` together.
 
 `store_results` writes everything of one delivery in one transaction that first checks the
 delivery still holds its lease (`backend.delivery.claims`): a reader never sees a run `done`
-without its metrics, and a superseded delivery writes nothing. `simulate_pending_runs` serves a
-training already done (a retried run, or runs left open beside it): it simulates the stored
-workload without training anew.
+without its metrics, and a superseded delivery writes nothing. Before that, `store_epoch` stores
+each epoch as it is measured, under the same lease, so a training's curves grow while it runs:
+epoch k replaces every stored epoch from k on, so a delivery that trains again after a worker
+died (from epoch 1: a training is deterministic for its seed) never adds to the earlier
+delivery's epochs, and `store_results` then replaces them with the same ones (a training that
+fails after its epochs keeps them: they show how far it got).
+`refresh_iso_area` compares each technique run with the best dense designs of no more area
+(worker.sim.iso_area) once its baseline's training is stored, whichever of the two is stored
+last. `simulate_pending_runs` serves a training already done (a retried run, or runs left open
+beside it): it simulates the stored workload without training anew.
 
 A simulation whose totals or layer figures are not finite (an accelerator config outside the
 plausible ranges that somehow reached the worker: a row written before the ranges existed, or
@@ -31,10 +38,18 @@ from backend.delivery.claims import lease_held
 from backend.experiments.service import TERMINAL, refresh_experiment_status
 from backend.settings import Settings
 from backend.specs.accelerator import AcceleratorConfig
-from backend.specs.figures import HARDWARE, LAYER_MEASURES, SIMULATED, TRAINING_ONLY, Measure
+from backend.specs.figures import (
+    HARDWARE,
+    ISO_AREA,
+    LAYER_MEASURES,
+    SIMULATED,
+    TRAINING_ONLY,
+    Measure,
+)
 from backend.techniques.mercury.params import MercuryParams
 from worker.sim import SimulationResult, Workload, simulate_many
 from worker.sim.area import AreaBreakdown, McacheSize, area
+from worker.sim.iso_area import choose, dense_candidates, evaluate
 
 DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
 
@@ -169,6 +184,8 @@ def store_simulation(
             did_not_learn=not_learned,
             **measured(SIMULATED + TRAINING_ONLY, totals),
             **measured(HARDWARE, hardware),
+            **{measure.key: None for measure in ISO_AREA},  # refresh_iso_area's, anew
+            iso_area=None,
             summary={
                 **asdict(totals),
                 "area_um2": hardware.components,
@@ -209,6 +226,55 @@ def refresh_speedups(db: Session, experiment_id: int) -> None:
     )
 
 
+def refresh_iso_area(db: Session, experiment_id: int) -> None:
+    """The iso-area measures of the experiment's done technique runs that lack them and whose
+    baseline's training is stored: the dense family of each run's accelerator simulated on that
+    training's workload, each design once per training."""
+    baseline = aliased(Run)
+    pending = db.execute(
+        select(Run, baseline.training_id)
+        .join(baseline, baseline.id == Run.baseline_run_id)
+        .join(Training, Training.id == baseline.training_id)
+        .where(
+            Run.experiment_id == experiment_id,
+            Run.status == "done",
+            Run.is_baseline.is_(False),
+            Run.iso_area_speedup.is_(None),
+            Run.seconds > 0,
+            Run.energy_pj > 0,
+            Run.area_mm2.is_not(None),
+            Training.status == "done",
+            Training.workload.is_not(None),
+        )
+    ).all()
+    by_training: dict[int, list[Run]] = {}
+    for run, training_id in pending:
+        by_training.setdefault(training_id, []).append(run)
+    for training_id, runs in by_training.items():
+        training = db.get(Training, training_id)
+        assert training is not None and training.workload is not None
+        families = {
+            run.id: dense_candidates(AcceleratorConfig.model_validate(run.accelerator_config))
+            for run in runs
+        }
+        workload = Workload.from_dict(training.workload)
+        designs = {design.model_dump_json(): design for f in families.values() for design in f}
+        costs = dict(zip(designs, evaluate(workload, list(designs.values())), strict=True))
+        for run in runs:
+            found = choose([costs[d.model_dump_json()] for d in families[run.id]], run.area_mm2)
+            if found is None:
+                continue
+            db.execute(
+                update(Run)
+                .where(Run.id == run.id, Run.iso_area_speedup.is_(None))
+                .values(
+                    iso_area_speedup=found.speedup(run.seconds),
+                    iso_area_energy_ratio=found.energy_ratio(run.energy_pj),
+                    iso_area=found.to_dict(),
+                )
+            )
+
+
 def _simulate(training: Training, runs: list[Run]) -> list[SimulationResult]:
     workload = Workload.from_dict(training.workload or {})
     accelerators = [AcceleratorConfig.model_validate(run.accelerator_config) for run in runs]
@@ -227,6 +293,7 @@ def _store_simulations(db: Session, training: Training, runs: list[Run], margin:
             db, run, sim, training.test_accuracy, training.test_loss, not_learned
         )
     refresh_speedups(db, training.experiment_id)
+    refresh_iso_area(db, training.experiment_id)
     refresh_experiment_status(db, training.experiment_id)
     return done
 
@@ -248,6 +315,28 @@ def simulate_pending_runs(
         if not runs:
             return 0
         return _store_simulations(db, training, runs, did_not_learn_margin)
+
+
+def _epoch_row(training_id: int, epoch: Any) -> EpochMetric:
+    return EpochMetric(training_id=training_id, **asdict(epoch))
+
+
+def store_epoch(database_url: str, training_id: int, attempt: int, epoch: Any) -> bool:
+    """Store one measured epoch (an `EpochMetrics`) of a running training, replacing the stored
+    epochs from its number on; False, with nothing written, when the lease was lost."""
+    with session_scope(database_url) as db:
+        held = db.execute(
+            update(Training).where(lease_held(training_id, attempt)).values(heartbeat_at=_now())
+        ).rowcount
+        if not held:
+            return False
+        db.execute(
+            delete(EpochMetric).where(
+                EpochMetric.training_id == training_id, EpochMetric.epoch >= epoch.epoch
+            )
+        )
+        db.add(_epoch_row(training_id, epoch))
+    return True
 
 
 def store_results(
@@ -279,7 +368,7 @@ def store_results(
     if not stored:
         return False
     db.execute(delete(EpochMetric).where(EpochMetric.training_id == training_id))
-    db.add_all(EpochMetric(training_id=training_id, **asdict(epoch)) for epoch in result.epochs)
+    db.add_all(_epoch_row(training_id, epoch) for epoch in result.epochs)
     training = db.get(Training, training_id)
     assert training is not None
     runs = list(

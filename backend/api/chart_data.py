@@ -1,18 +1,23 @@
-"""What the dashboard's charts need of each run, in one read: metrics, layers, epochs, front."""
+"""What the dashboard's charts need of each run, in one read: metrics, layers, epochs; and the
+runs' design points (runs equal but for the seed: `group_key`), each figure as its mean and 95%
+interval over the seeds shown, with the Pareto front among the technique design points (a
+baseline is the reference every speedup is measured against, never a point of the front)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from backend.analysis.groups import estimate
 from backend.analysis.pareto import front_2d
 from backend.api.access import Viewer, visible_to
-from backend.api.schemas import RunMeasuresOut
+from backend.api.schemas import EstimateOut, RunMeasuresOut
 from backend.db.models import EpochMetric, Experiment, LayerResult, Run
 from backend.specs.figures import RUN_MEASURES, SIMULATED
 
@@ -48,22 +53,42 @@ class ChartRun(RunMeasuresOut):  # type: ignore[misc,valid-type]
     group: str = Field(description="the seed-group key (runs equal but for the seed share it)")
     baseline_accuracy: float | None = Field(description="accuracy of the run's baseline")
     accuracy_drop: float | None = Field(description="baseline accuracy - run accuracy")
-    on_front: bool = Field(description="undominated among these runs (speedup up, drop down)")
     accelerator: dict[str, Any] = Field(description="array size, clock and DRAM bandwidth")
     summary: dict[str, Any] = Field(description="energy by level and operand, seconds")
     layers: list[dict[str, Any]]
     epochs: list[dict[str, Any]]
 
 
+class DesignPoint(BaseModel):
+    """The finished runs shown that differ only in their seed, as one point."""
+
+    group: str = Field(description="the seed-group key its runs share")
+    technique: str
+    accelerator_name: str
+    is_baseline: bool
+    params: dict[str, Any] = Field(description="its swept values, seed left out")
+    run_ids: list[int]
+    seeds: list[int]
+    speedup: EstimateOut | None
+    accuracy: EstimateOut | None
+    accuracy_drop: EstimateOut | None = Field(description="paired by seed with its baseline")
+    energy_pj: EstimateOut | None
+    on_front: bool = Field(
+        description="a technique design point undominated by mean (speedup up, accuracy drop "
+        "down) among the technique design points shown; never a baseline"
+    )
+
+
 class ChartData(BaseModel):
     runs: list[ChartRun]
+    design_points: list[DesignPoint] = Field(default_factory=list)
 
 
 def chart_data(db: Session, viewer: Viewer, run_ids: list[int]) -> ChartData:
     """The runs among `run_ids` that `viewer` may see, in the order asked, with their details."""
     wanted = list(dict.fromkeys(run_ids))[:MAX_CHART_RUNS]
     if not wanted:
-        return ChartData(runs=[])
+        return ChartData(runs=[], design_points=[])
     baseline = aliased(Run)
     rows = db.execute(
         select(Run, baseline.accuracy)
@@ -79,8 +104,7 @@ def chart_data(db: Session, viewer: Viewer, run_ids: list[int]) -> ChartData:
         _chart_run(run, base_acc, layers.get(run.id, []), epochs.get(run.training_id, []))
         for run, base_acc in found
     ]
-    _mark_front(out)
-    return ChartData(runs=out)
+    return ChartData(runs=out, design_points=design_points(out))
 
 
 def _chart_run(
@@ -95,7 +119,6 @@ def _chart_run(
         group=run.group_key,
         baseline_accuracy=reference,
         accuracy_drop=drop,
-        on_front=False,
         accelerator={k: run.accelerator_config.get(k) for k in ACCELERATOR_FIELDS},
         summary={k: summary[k] for k in SUMMARY_FIELDS if k in summary},
         layers=layers,
@@ -135,9 +158,39 @@ def _epochs(db: Session, training_ids: set[int]) -> dict[int, list[dict[str, Any
     return grouped
 
 
-def _mark_front(runs: list[ChartRun]) -> None:
-    """Flag the speedup / accuracy-drop Pareto front among the finished runs shown."""
-    points = [r for r in runs if r.speedup is not None and r.accuracy_drop is not None]
-    mask = front_2d([-r.speedup for r in points], [r.accuracy_drop for r in points])  # type: ignore[operator]
-    for run, on_front in zip(points, mask, strict=True):
-        run.on_front = on_front
+def _estimate(values: list[float | None]) -> EstimateOut | None:
+    found = estimate([value for value in values if value is not None])
+    return None if found is None else EstimateOut(**asdict(found))
+
+
+def design_points(runs: list[ChartRun]) -> list[DesignPoint]:
+    """The finished runs grouped by design point (in the order of each one's first run), with
+    the speedup / accuracy-drop front marked among the technique points by their means."""
+    grouped: dict[str, list[ChartRun]] = defaultdict(list)
+    for run in runs:
+        if run.status == "done":
+            grouped[run.group].append(run)
+    points = [
+        DesignPoint(
+            group=group,
+            technique=members[0].technique,
+            accelerator_name=members[0].accelerator_name,
+            is_baseline=members[0].is_baseline,
+            params={k: v for k, v in members[0].params.items() if k != "seed"},
+            run_ids=[run.id for run in members],
+            seeds=[run.seed for run in members],
+            speedup=_estimate([run.speedup for run in members]),
+            accuracy=_estimate([run.accuracy for run in members]),
+            accuracy_drop=_estimate([run.accuracy_drop for run in members]),
+            energy_pj=_estimate([run.energy_pj for run in members]),
+            on_front=False,
+        )
+        for group, members in grouped.items()
+    ]
+    ranked = [
+        p for p in points if not p.is_baseline and p.speedup and p.accuracy_drop and p.accuracy
+    ]
+    mask = front_2d([-p.speedup.mean for p in ranked], [p.accuracy_drop.mean for p in ranked])  # type: ignore[union-attr]
+    for point, on_front in zip(ranked, mask, strict=True):
+        point.on_front = on_front
+    return points

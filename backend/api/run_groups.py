@@ -6,9 +6,10 @@ indexed, computed at expansion), and one GROUP BY over the visible, filtered run
 group and metric n, the mean and the sample standard deviation of the finished runs' values;
 the Student-t interval is added in Python (`backend.analysis.groups.estimate_from`). A second
 query reads only (group key, id, seed) of the same runs in id order for each group's run ids
-and seeds, and a third the describing columns of each group's first run. Nothing reads the
-runs' JSON configs. tests/pipeline/test_run_groups.py checks the answers against the Python
-reference (`estimate` over each group's values) on random groups, on both databases.
+and seeds, a third the describing columns of each group's first run, and a fourth the iso-area
+designs of each group's first run that has them. Nothing reads the runs' JSON configs.
+tests/pipeline/test_run_groups.py checks the answers against the Python reference (`estimate`
+over each group's values) on random groups, on both databases.
 
 Open choices: on PostgreSQL `avg` and `stddev_samp` in one hashed pass; SQLite has no standard
 deviation, so there the mean is a window average over the group and the squared deviations from
@@ -24,7 +25,7 @@ from collections import defaultdict
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy import ColumnElement, and_, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.groups import estimate_from
@@ -46,14 +47,20 @@ DESCRIBING = (
 METRICS = (
     "accuracy", "accuracy_delta", "speedup", "energy_ratio",
     "seconds", "seconds_per_step", "energy_pj", "energy_delay", "area_mm2",
+    "stall_share", "baseline_stall_share", "iso_area_speedup", "iso_area_energy_ratio",
 )  # fmt: skip
+
+# A finished run's id where it has iso-area designs (NULL otherwise): each group's first is read.
+ISO_AREA_RUN = case((and_(Run.status == "done", Run.iso_area_speedup.is_not(None)), Run.id))
 
 
 def _metric_values(baseline: Any) -> dict[str, ColumnElement[Any]]:
     """Each metric of a finished run (NULL for the others); `baseline` is the run's baseline,
-    for the accuracy delta: a baseline run is its own reference (delta 0)."""
+    for the accuracy delta and the baseline's stall share: a baseline run is its own reference
+    (delta 0)."""
     done = Run.status == "done"
     reference_accuracy = case((Run.is_baseline, Run.accuracy), else_=baseline.accuracy)
+    reference_stalls = case((Run.is_baseline, Run.stall_share), else_=baseline.stall_share)
     return {
         "accuracy": case((done, Run.accuracy)),
         "accuracy_delta": case((done, Run.accuracy - reference_accuracy)),
@@ -64,6 +71,10 @@ def _metric_values(baseline: Any) -> dict[str, ColumnElement[Any]]:
         "energy_pj": case((done, Run.energy_pj)),
         "energy_delay": case((done, Run.energy_pj * Run.seconds)),  # pJ·s
         "area_mm2": case((done, Run.area_mm2)),
+        "stall_share": case((done, Run.stall_share)),
+        "baseline_stall_share": case((done, reference_stalls)),
+        "iso_area_speedup": case((done, Run.iso_area_speedup)),
+        "iso_area_energy_ratio": case((done, Run.iso_area_energy_ratio)),
     }
 
 
@@ -79,6 +90,7 @@ def run_groups(db: Session, user: Viewer, filters: RunFilters) -> list[RunGroup]
         func.min(Run.id).label("first"),
         func.sum(case((Run.status == "done", 1), else_=0)).label("done"),
         func.sum(case((Run.did_not_learn.is_(True), 1), else_=0)).label("did_not_learn"),
+        func.min(ISO_AREA_RUN).label("iso_first"),
     ]
     if db.get_bind().dialect.name == "postgresql":
         # One pass, hashed by key; PostgreSQL's float8 avg and stddev_samp are accurate
@@ -106,8 +118,16 @@ def run_groups(db: Session, user: Viewer, filters: RunFilters) -> list[RunGroup]
             select(*DESCRIBING).where(Run.id.in_([s["first"] for s in summaries]))
         ).mappings()
     }
+    iso_ids = [summary["iso_first"] for summary in summaries if summary["iso_first"]]
+    iso_areas = dict(db.execute(select(Run.id, Run.iso_area).where(Run.id.in_(iso_ids))).all())
     return [
-        _group(summary, firsts[summary["first"]], members[summary["key"]]) for summary in summaries
+        _group(
+            summary,
+            firsts[summary["first"]],
+            members[summary["key"]],
+            iso_areas.get(summary["iso_first"]),
+        )
+        for summary in summaries
     ]
 
 
@@ -118,6 +138,7 @@ def _two_pass(db: Session, runs: Any, values: dict[str, ColumnElement[Any]]) -> 
         Run.id.label("id"),
         case((Run.status == "done", 1), else_=0).label("done"),
         case((Run.did_not_learn.is_(True), 1), else_=0).label("did_not_learn"),
+        ISO_AREA_RUN.label("iso_id"),
         *(value.label(name) for name, value in values.items()),
         *(
             func.avg(value).over(partition_by=Run.group_key).label(f"{name}_mean")
@@ -131,6 +152,7 @@ def _two_pass(db: Session, runs: Any, values: dict[str, ColumnElement[Any]]) -> 
             func.min(rows.c.id).label("first"),
             func.sum(rows.c.done).label("done"),
             func.sum(rows.c.did_not_learn).label("did_not_learn"),
+            func.min(rows.c.iso_id).label("iso_first"),
             *(func.count(rows.c[name]).label(f"{name}_n") for name in METRICS),
             *(func.max(rows.c[f"{name}_mean"]).label(f"{name}_mean") for name in METRICS),
             *(func.sum(spread[name] * spread[name]).label(f"{name}_ss") for name in METRICS),
@@ -157,7 +179,9 @@ def _estimate(summary: Any, name: str) -> EstimateOut | None:
     return EstimateOut(**asdict(found)) if found is not None else None
 
 
-def _group(summary: Any, first: Any, runs: list[tuple[int, int]]) -> RunGroup:
+def _group(
+    summary: Any, first: Any, runs: list[tuple[int, int]], iso_area: dict[str, Any] | None
+) -> RunGroup:
     return RunGroup(
         key=summary["key"],
         technique=first["technique"],
@@ -171,5 +195,6 @@ def _group(summary: Any, first: Any, runs: list[tuple[int, int]]) -> RunGroup:
         seeds=[seed for _, seed in runs],
         done=int(summary["done"]),
         did_not_learn=int(summary["did_not_learn"]),
+        iso_area=iso_area,
         **{name: _estimate(summary, name) for name in METRICS},
     )

@@ -76,6 +76,28 @@ class RunCounts(BaseModel):
     cancelled: int = 0
 
 
+class ProgressOut(BaseModel):
+    """How far an open run has got (backend/experiments/progress.py)."""
+
+    fraction: float = Field(description="of the run done, 0..1 (its training, then simulation)")
+    epoch: int = Field(description="epochs of its training measured so far")
+    epochs: int | None = Field(description="epochs its training trains")
+    seconds_left: float | None = Field(
+        description="estimated from the wall time of its measured epochs, s (None until the "
+        "first epoch is measured)"
+    )
+
+
+class ExperimentProgressOut(BaseModel):
+    """How far an experiment has got (backend/experiments/progress.py)."""
+
+    fraction: float = Field(description="mean over its runs, a finished run counted whole")
+    running: int = Field(description="trainings running now")
+    seconds_left: float | None = Field(
+        description="estimated from the epochs measured so far, s (None until one is)"
+    )
+
+
 class ExperimentOut(_Out):
     id: int
     name: str
@@ -90,6 +112,9 @@ class ExperimentOut(_Out):
     run_counts: RunCounts = Field(default_factory=RunCounts)
     total_runs: int = 0
     trainings: int = 0
+    progress: ExperimentProgressOut | None = Field(
+        None, description="fraction done and time left (one experiment's page, not the list)"
+    )
 
 
 class ExpansionPreview(BaseModel):
@@ -101,6 +126,33 @@ class ExpansionPreview(BaseModel):
 class RunMetrics(RunMeasuresOut):  # type: ignore[misc,valid-type]
     did_not_learn: bool | None = Field(
         None, description="test accuracy below chance + the did-not-learn margin (a setting)"
+    )
+
+
+class DenseDesignOut(BaseModel):
+    """A dense design of a run's iso-area family (worker/sim/iso_area.py) and what the run's
+    baseline training costs on it."""
+
+    rows: int
+    cols: int
+    ifmap_sram_kib: int
+    filter_sram_kib: int
+    ofmap_sram_kib: int
+    area_mm2: float = Field(description="its area at the run's node, mm²")
+    seconds: float = Field(description="the baseline's training on it, s")
+    energy_pj: float = Field(description="the baseline's training on it, pJ")
+
+
+class IsoAreaOut(BaseModel):
+    """The dense designs behind a run's iso-area measures: extensions off, dense storage, the
+    run's clock, dataflow, word size and node; rows, columns and SRAMs varied over a grid."""
+
+    area_budget_mm2: float = Field(description="the run's area, extensions included, mm²")
+    candidates: int = Field(description="designs in the family")
+    within_area: int = Field(description="of them, those of equal or smaller area")
+    fastest: DenseDesignOut = Field(description="the one the iso-area speedup compares with")
+    lowest_energy: DenseDesignOut = Field(
+        description="the one the iso-area energy ratio compares with"
     )
 
 
@@ -130,6 +182,9 @@ class RunOut(RunMetrics):
     finished_at: datetime | None
     tags: list[str]
     notes: str
+    iso_area: IsoAreaOut | None = Field(
+        None, description="the dense designs of equal or smaller area it is compared with"
+    )
 
 
 class LayerOut(LayerMeasuresOut):  # type: ignore[misc,valid-type]
@@ -146,7 +201,10 @@ class _EpochBase(_Out):
     train_accuracy: float | None
     test_loss: float | None
     test_accuracy: float | None
-    seconds: float | None
+    seconds: float | None = Field(description="wall time of the epoch's training batches, s")
+    wall_seconds: float | None = Field(
+        None, description="wall time of the whole epoch, evaluation included, s"
+    )
     per_layer: dict[str, Any] = Field(description="per layer, its figures under the same keys")
 
     @model_validator(mode="before")
@@ -225,6 +283,9 @@ class RunDetail(RunOut):
         description="the run's earlier attempts, oldest first, each ended and then retried; "
         "the current one is the run itself (`attempt`)",
     )
+    live: ProgressOut | None = Field(
+        None, description="epoch, fraction and time left while the run is queued or running"
+    )
     training_environment: dict[str, Any] | None = Field(
         None,
         description="what its training ran with: PyTorch build, intra-op threads, CPU "
@@ -290,6 +351,27 @@ class RunGroup(BaseModel):
         None, description="energy-delay product of the training: energy_pj x seconds, pJ·s"
     )
     area_mm2: EstimateOut | None = Field(None, description="accelerator area at 45 nm, mm²")
+    stall_share: EstimateOut | None = Field(
+        None, description="stall cycles / total cycles: the share spent waiting on DRAM"
+    )
+    baseline_stall_share: EstimateOut | None = Field(
+        None, description="the stall share of each run's baseline (a baseline's own)"
+    )
+    iso_area_speedup: EstimateOut | None = Field(
+        None,
+        description="time of the fastest dense design of equal or smaller area / run time "
+        "(technique runs)",
+    )
+    iso_area_energy_ratio: EstimateOut | None = Field(
+        None,
+        description="run energy / energy of the lowest-energy dense design of equal or smaller "
+        "area (technique runs)",
+    )
+    iso_area: IsoAreaOut | None = Field(
+        None,
+        description="the dense designs of the group's first run that has them (its seeds share "
+        "the area budget, and a dense design costs their baselines' trainings alike)",
+    )
 
 
 class ParetoPoint(BaseModel):

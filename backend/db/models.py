@@ -278,6 +278,8 @@ class Run(RunMeasureColumns, Base):
     # test accuracy below chance + the did-not-learn margin (a setting); None until trained
     did_not_learn: Mapped[bool | None] = mapped_column(Boolean)
     summary: Mapped[dict[str, Any] | None]  # the simulator's totals, whole
+    # The dense designs behind the iso-area measures (worker.sim.iso_area.IsoArea.to_dict()).
+    iso_area: Mapped[dict[str, Any] | None]
 
     experiment: Mapped[Experiment] = relationship(back_populates="runs")
     layers: Mapped[list[LayerResult]] = relationship(
@@ -323,7 +325,9 @@ class LayerResult(LayerMeasureColumns, Base):
 
 class EpochMetric(Base):
     """What one epoch of a training measured: losses and accuracies, and its figures (as
-    declared in `backend.specs.techniques.EPOCH_FIGURES`) in one JSON object."""
+    declared in `backend.specs.techniques.EPOCH_FIGURES`) in one JSON object. Stored as soon as
+    the epoch is measured, under the training's lease (`worker.storage.store_epoch`), and
+    stored again, the same, with the training's results."""
 
     __tablename__ = "epoch_metrics"
     __table_args__ = (UniqueConstraint("training_id", "epoch"),)
@@ -335,7 +339,8 @@ class EpochMetric(Base):
     train_accuracy: Mapped[float | None] = mapped_column(Float)
     test_loss: Mapped[float | None] = mapped_column(Float)
     test_accuracy: Mapped[float | None] = mapped_column(Float)
-    seconds: Mapped[float | None] = mapped_column(Float)
+    seconds: Mapped[float | None] = mapped_column(Float)  # the training batches
+    wall_seconds: Mapped[float | None] = mapped_column(Float)  # the whole epoch, evaluation too
     figures: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     per_layer: Mapped[dict[str, Any]]
 

@@ -9,7 +9,9 @@ was only slow) one delivery trains it at a time and one result set is stored:
   lease, or a finished training, leaves it alone, so a duplicate message is a no-op;
 - while it trains, a heartbeat thread (`TrainingLease`) renews the lease; a renewal that finds
   the lease taken back stops the training at its next batch;
-- progress and the end of a delivery are written only while its attempt holds the lease;
+- a claim clears the epochs an earlier delivery stored (the new one trains from epoch 1);
+- progress, epochs and the end of a delivery are written only while its attempt holds the
+  lease;
   storing results under the same condition is `worker.storage.store_results`;
 - progress that cannot be reported (database or broker away) is skipped, never fatal.
 
@@ -24,11 +26,11 @@ import socket
 import threading
 from datetime import UTC, datetime
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from backend.db.models import Run, Training
+from backend.db.models import EpochMetric, Run, Training
 from backend.db.session import session_scope
 from backend.delivery.leases import (
     LeaseTerms,
@@ -106,6 +108,8 @@ def claim_training(
         .where(Run.training_id == training_id, Run.status.in_(("queued", "running")))
         .values(status="running", started_at=now, progress=0.0)
     )
+    # A delivery trains from its first epoch: epochs an earlier one stored are not its own.
+    db.execute(delete(EpochMetric).where(EpochMetric.training_id == training_id))
     return attempt
 
 

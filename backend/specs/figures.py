@@ -74,10 +74,30 @@ LAYER_MEASURES: tuple[Measure, ...] = SIMULATED + LAYER_ONLY
 TRAINING_ONLY: tuple[Measure, ...] = (
     Measure("seconds", float, "s", "total cycles / clock: the whole training's time"),
     Measure("seconds_per_step", float, "s", "seconds / training steps (mini-batches)"),
+    Measure(
+        "stall_share", float, "", "stall cycles / total cycles: the share spent waiting on DRAM"
+    ),
 )
 # What the accelerator is, as the run's training sized it (worker/sim/area.py).
 HARDWARE: tuple[Measure, ...] = (
     Measure("area_mm2", float, "mm²", "accelerator area at 45 nm, the run's extensions included"),
+)
+# A technique run against the best dense designs of no more area (worker/sim/iso_area.py), on
+# its baseline's training; None for a baseline, and until that training is stored.
+ISO_AREA: tuple[Measure, ...] = (
+    Measure(
+        "iso_area_speedup",
+        float,
+        "",
+        "time of the fastest dense design of equal or smaller area (its baseline's training) / "
+        "run time",
+    ),
+    Measure(
+        "iso_area_energy_ratio",
+        float,
+        "",
+        "run energy / energy of the lowest-energy dense design of equal or smaller area",
+    ),
 )
 # A run's: its training's outcome, the simulated totals, and the comparison with its baseline.
 RUN_MEASURES: tuple[Measure, ...] = (
@@ -88,4 +108,5 @@ RUN_MEASURES: tuple[Measure, ...] = (
     *HARDWARE,
     Measure("speedup", float, "", "baseline cycles / run cycles (1 for a baseline)"),
     Measure("energy_ratio", float, "", "run energy / baseline energy (1 for a baseline)"),
+    *ISO_AREA,
 )

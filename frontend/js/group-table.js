@@ -5,6 +5,7 @@
 
 import { API, describe, getJson, query } from "./api.js";
 import { el, fmtNumber, fmtSeconds } from "./format.js";
+import { isoAreaBudget, isoAreaDesigns } from "./iso-area.js";
 
 const COLUMNS = [
   { key: "technique", label: "Technique", text: (g) => g.technique },
@@ -12,8 +13,13 @@ const COLUMNS = [
   { key: "setting", label: "Swept values", text: (g) => setting(g) },
   { key: "baseline", label: "Compared with", text: (g) => (g.is_baseline ? "itself" : `${g.baseline_hardware} baseline`) },
   { key: "seeds", label: "Seeds", num: true, value: (g) => g.done },
-  { key: "speedup", label: "Speedup (×)", num: true, estimate: (g) => g.speedup, scale: 1, digits: 3 },
-  { key: "energy_ratio", label: "Energy ratio", num: true, estimate: (g) => g.energy_ratio, scale: 1, digits: 3 },
+  { key: "speedup", label: "Speedup, same array (×)", num: true, estimate: (g) => g.speedup, scale: 1, digits: 3 },
+  { key: "stall_share", label: "Stall share", num: true, lower: true, estimate: (g) => g.stall_share, scale: 1, digits: 2 },
+  { key: "baseline_stall_share", label: "Baseline stall share", num: true, lower: true, estimate: (g) => g.baseline_stall_share, scale: 1, digits: 2 },
+  { key: "energy_ratio", label: "Energy ratio, same array", num: true, estimate: (g) => g.energy_ratio, scale: 1, digits: 3 },
+  { key: "iso_area_speedup", label: "Iso-area speedup (×)", num: true, estimate: (g) => g.iso_area_speedup, scale: 1, digits: 3 },
+  { key: "iso_area_energy_ratio", label: "Iso-area energy ratio", num: true, estimate: (g) => g.iso_area_energy_ratio, scale: 1, digits: 3 },
+  { key: "iso_area", label: "Iso-area dense designs", text: (g) => isoAreaDesigns(g.iso_area), title: (g) => isoAreaBudget(g.iso_area) },
   { key: "seconds", label: "Time (ms)", num: true, lower: true, estimate: (g) => g.seconds, scale: 1e3, digits: 3 },
   { key: "seconds_per_step", label: "Time a step (µs)", num: true, lower: true, estimate: (g) => g.seconds_per_step, scale: 1e6, digits: 3 },
   { key: "energy_pj", label: "Energy (µJ)", num: true, lower: true, estimate: (g) => g.energy_pj, scale: 1e-6, digits: 3 },
@@ -106,7 +112,7 @@ export async function groupTable(box, runs, given = null) {
     const rows = ordered.map((g) => el("tr", { dataset: { group: g.key } }, COLUMNS.map((c) => {
       if (c.key === "seeds" && given) return el("td", { class: "num", text: `${g.done} of ${g.run_ids.length}` });
       if (c.key === "seeds") return el("td", { class: "num" }, el("a", { href: `/compare?ids=${g.run_ids.join(",")}`, title: "compare these runs", text: `${g.done} of ${g.run_ids.length}` }));
-      return el("td", { class: c.num ? "num" : "" }, c.estimate ? estimateCell(c.estimate(g), c) : c.text(g));
+      return el("td", { class: c.num ? "num" : "", title: c.title ? c.title(g) : undefined }, c.estimate ? estimateCell(c.estimate(g), c) : c.text(g));
     })));
     box.replaceChildren(leaders(groups) ?? "", el("table", { class: "data", "aria-label": "design points over seeds" }, el("thead", {}, header), el("tbody", {}, rows)),
       el("p", { class: "hint", text: "One row per design point: runs equal in everything but the seed. Mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy is paired with each seed's own baseline. Time, energy and their product (EDP) are the whole training's on the simulated accelerator; area is at 45 nm with the extensions the run uses." }));

@@ -1,11 +1,18 @@
-// Recent experiments with live status and progress from server-sent events, and cancel buttons.
+// Recent experiments with live status, counts and progress (per cent, time left) from
+// server-sent events, and cancel buttons.
 
 import { API, describe, getJson, postJson } from "./api.js";
 import { confirmButton } from "./confirm.js";
 import { el } from "./format.js";
+import { progressBar } from "./progress.js";
 
 const TERMINAL = new Set(["done", "failed", "cancelled"]);
 const MAX_STREAMS = 4; // browsers allow ~6 connections per host; leave room for fetches
+
+/** "2/4 done, 1 failed" from {done, failed, cancelled} counts. */
+function countsText(counts, total) {
+  return `${counts.done || 0}/${total} done${counts.failed ? `, ${counts.failed} failed` : ""}${counts.cancelled ? `, ${counts.cancelled} cancelled` : ""}`;
+}
 
 export class LiveExperiments {
   constructor(container, { onRun, onEnd, onShowRuns }) {
@@ -52,8 +59,8 @@ export class LiveExperiments {
     return el("tr", { dataset: { experimentId: String(experiment.id), status: experiment.status } },
       el("td", {}, el("a", { href: `/experiments/${experiment.id}` }, `#${experiment.id} `, el("b", { text: experiment.name }))),
       el("td", { class: "experiment-status" }, el("span", { class: `badge ${experiment.status}`, text: experiment.status })),
-      el("td", {}, el("progress", { max: "1", value: String(finished / total), "aria-label": `experiment ${experiment.id} progress` })),
-      el("td", { class: "experiment-counts", text: `${counts.done}/${experiment.total_runs} done${counts.failed ? `, ${counts.failed} failed` : ""}${counts.cancelled ? `, ${counts.cancelled} cancelled` : ""}` }),
+      el("td", { class: "experiment-progress" }, progressBar({ fraction: finished / total }, `experiment ${experiment.id} progress`)),
+      el("td", { class: "experiment-counts", text: countsText(counts, experiment.total_runs) }),
       el("td", {}, el("button", { type: "button", text: "Show runs", onclick: () => this.onShowRuns(experiment.id) }), " ", cancel));
   }
 
@@ -73,6 +80,10 @@ export class LiveExperiments {
       this.onRun(run);
     });
     source.addEventListener("experiment", (event) => this.showStatus(id, JSON.parse(event.data).status));
+    source.addEventListener("progress", (event) => {
+      const row = this.rowOf(id);
+      if (row) row.querySelector(".experiment-progress").replaceChildren(progressBar(JSON.parse(event.data), `experiment ${id} progress`));
+    });
     source.addEventListener("end", (event) => {
       source.close();
       this.streams.delete(id);
@@ -85,12 +96,15 @@ export class LiveExperiments {
     };
   }
 
+  /** The counts from the runs' states (the stream sends every run first, then changes); the
+   * bar and its words come with the stream's `progress` events. */
   showProgress(id) {
     const row = this.rowOf(id);
     const runs = [...this.runStates.get(id).values()];
     if (!row || !runs.length) return;
-    const value = runs.reduce((sum, r) => sum + (TERMINAL.has(r.status) ? 1 : r.progress || 0), 0) / runs.length;
-    row.querySelector("progress").value = value;
+    const counts = {};
+    for (const run of runs) counts[run.status] = (counts[run.status] || 0) + 1;
+    row.querySelector(".experiment-counts").textContent = countsText(counts, runs.length);
   }
 
   showStatus(id, status) {

@@ -3,6 +3,7 @@
 import { API, getJson, query, describe } from "./api.js";
 import { tagChips } from "./annotations.js";
 import { el, fmtNumber, fmtParams, fmtPercent } from "./format.js";
+import { progressBar } from "./progress.js";
 
 export const FILTERS = [
   { key: "q", label: "Search", placeholder: "names, tags, notes" },
@@ -25,7 +26,7 @@ const COLUMNS = [
   { key: "accelerator_name", label: "Accelerator", sort: "accelerator_name" },
   { key: "status", label: "Status", sort: "status", render: statusWithAttempt },
   { key: "accuracy", label: "Accuracy", sort: "accuracy", num: true, render: accuracyCell },
-  { key: "speedup", label: "Speedup", sort: "speedup", num: true, render: (r) => (r.speedup === null ? "–" : `${r.speedup.toFixed(3)}×`) },
+  { key: "speedup", label: "Speedup", sort: "speedup", num: true, render: speedupCell },
   { key: "energy_ratio", label: "Energy ratio", sort: "energy_ratio", num: true, render: (r) => fmtNumber(r.energy_ratio) },
   { key: "total_cycles", label: "Cycles", sort: "total_cycles", num: true, render: (r) => fmtNumber(r.total_cycles) },
   { key: "energy_pj", label: "Energy (µJ)", sort: "energy_pj", num: true, render: (r) => fmtNumber(r.energy_pj === null ? null : r.energy_pj / 1e6) },
@@ -34,6 +35,17 @@ const COLUMNS = [
   { key: "params", label: "Swept values", render: (r) => fmtParams(r.params) },
   { key: "tags", label: "Tags", render: (r) => tagChips(r.tags) },
 ];
+
+/** The speedup; a finished run whose baseline is not done yet says so and links it. */
+export function speedupCell(run) {
+  if (run.speedup !== null && run.speedup !== undefined) return `${run.speedup.toFixed(3)}×`;
+  if (run.status !== "done" || run.is_baseline || run.baseline_run_id === null) return "–";
+  return el("a", {
+    class: "waiting-baseline", href: `/runs/${run.baseline_run_id}`,
+    title: "the speedup and energy ratio follow once this baseline run is done",
+    text: `waiting for baseline #${run.baseline_run_id}`,
+  });
+}
 
 /** The accuracy, with a flag when the run did not learn (below chance + the server's margin). */
 export function accuracyCell(run) {
@@ -46,7 +58,9 @@ export function accuracyCell(run) {
 export function statusCell(run, { shortReason = true } = {}) {
   const cell = el("span", { class: "status", dataset: { runStatus: run.status } }, el("span", { class: `badge ${run.status}`, text: run.status }));
   if (run.status === "running" || run.status === "queued") {
-    cell.append(" ", el("progress", { max: "1", value: String(run.progress ?? 0), "aria-label": `run ${run.id} progress` }));
+    // epoch, epochs, seconds_left: from the event stream or the run's `live` (not its list of epochs)
+    const state = { fraction: run.progress ?? 0, epoch: run.epoch, seconds_left: run.seconds_left, epochs: Number.isInteger(run.epochs) ? run.epochs : undefined };
+    cell.append(" ", progressBar(state, `run ${run.id} progress`));
   }
   if (shortReason && run.error && run.status !== "done") {
     cell.append(el("span", { class: "run-reason", title: run.error, text: run.error.length > 160 ? `${run.error.slice(0, 160)}…` : run.error }));
@@ -120,10 +134,10 @@ export class RunTable {
   /** A live update from the event stream: patch the row in place when it is on this page.
    * A run that finished is not patched: the event carries no metrics or reason, so the row
    * would show `done` with empty metrics; the caller reloads the page of runs instead. */
-  updateRun({ id, status, progress }) {
-    const row = this.rows.get(id);
-    if (!row || FINISHED.has(status)) return;
-    const run = { ...row.run, status, progress };
+  updateRun(update) {
+    const row = this.rows.get(update.id);
+    if (!row || FINISHED.has(update.status)) return;
+    const run = { ...row.run, ...update };
     row.run = run;
     row.statusCell.replaceChildren(statusWithAttempt(run));
   }

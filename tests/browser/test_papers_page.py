@@ -65,13 +65,29 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
     ours = mercury.locator("tr[data-accelerator=mercury-like]").locator("td").all_inner_texts()
     # seeds 0, 1, 2 at 1.5x, 1.6x, 1.7x: mean 1.60, 95% half-width t(2) * 0.1 / sqrt(3) = 0.25
     assert ours[:2] == ["3 of 3", "1.60× ± 0.25"]
-    assert ours[3] == "−0.50 pt ± 1.24 pt"  # deltas −1, −0.5, 0 points
+    # Beside the speedup: the runs' stall share and their baselines' (the same in every seed).
+    assert ours[2] == "0.20 ± 0.00\nbaseline 0.40 ± 0.00"
+    # Iso-area: 0.9 of each seed's speedup, against the dense designs the runs stored.
+    assert ours[4] == "1.44× ± 0.22"
+    assert ours[8] == (
+        "fastest: 32×36, 16/16/16 KiB, 16.5 mm²; least energy: 32×32, 16/16/16 KiB, 15 mm²"
+    )
+    assert "121 of 384 dense designs" in (
+        mercury.locator("tr[data-accelerator=mercury-like] td.iso-designs").get_attribute("title")
+        or ""
+    )
+    assert ours[6] == "−0.50 pt ± 1.24 pt"  # deltas −1, −0.5, 0 points
     # Half of 1.97x in log terms is reached, but the accuracy interval reaches below −1 point.
-    assert ours[4] == "partial gain"
+    assert ours[7] == "partial gain"
     verdict = mercury.locator("tr[data-accelerator=mercury-like] td.verdict")
     assert "accuracy change" in (verdict.get_attribute("title") or "")
     assert "not part of it" in mercury.locator(".verdict-note").inner_text()
     assert mercury.locator("tr.headline-row").locator("td").all_inner_texts()[1] == "1.97×"
+    head = mercury.locator("thead th").all_inner_texts()
+    assert head[2:8] == [
+        "Speedup (same array)", "Stall share", "Energy ratio (same array)", "Iso-area speedup",
+        "Iso-area energy ratio", "Accuracy (Δ to baseline)",
+    ]  # fmt: skip
     assert page.locator(".no-runs").count() == 2
     assert f"experiment #{experiment_id}" in mercury.inner_text()
     page.screenshot(path=str(screenshots / "papers-page-results.png"), full_page=True)

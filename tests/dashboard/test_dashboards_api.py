@@ -114,8 +114,14 @@ def test_chart_data_has_what_the_charts_need(client: TestClient, world: World) -
     assert baseline["accuracy_drop"] == 0 and baseline["speedup"] == 1
     assert baseline["accelerator"]["rows"] == 16 and baseline["accelerator"]["clock_mhz"] == 200
     assert baseline["summary"]["energy_by_operand"]["ifmap"] == 1e6
-    # Speedup grows and accuracy falls as signature bits shrink: every run is on the front.
-    assert all(run["on_front"] for run in runs.values())
+    # One design point per seed group (one seed each here); speedup grows and accuracy falls
+    # as signature bits shrink: every technique point is on the front, the baseline never.
+    points = {p["group"]: p for p in response.json()["design_points"]}
+    assert set(points) == {r["group"] for r in runs.values()}
+    for point in points.values():
+        run = runs[point["run_ids"][0]]
+        assert point["speedup"]["mean"] == run["speedup"] and point["speedup"]["n"] == 1
+        assert point["on_front"] is not point["is_baseline"]
     by_bits = {r["params"].get("mercury.signature_bits"): r for r in runs.values()}
     assert abs(by_bits[8]["accuracy_drop"] - 0.05) < 1e-9
     # Each signature length is its own seed group, labelled with the key /runs/groups uses.

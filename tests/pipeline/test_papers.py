@@ -12,12 +12,28 @@ from backend.db.models import Run
 from backend.db.session import session_scope
 from backend.settings import Settings
 
+DENSE_DESIGN = {
+    "rows": 32, "cols": 36, "ifmap_sram_kib": 16, "filter_sram_kib": 16, "ofmap_sram_kib": 16,
+    "area_mm2": 16.5, "seconds": 0.02, "energy_pj": 2e6,
+}  # fmt: skip
+ISO_AREA = {
+    "area_budget_mm2": 16.87, "candidates": 384, "within_area": 121,
+    "fastest": DENSE_DESIGN, "lowest_energy": {**DENSE_DESIGN, "cols": 32, "area_mm2": 15.0},
+}  # fmt: skip
+
 
 def finish_runs(database_url: str, experiment_id: int) -> None:
-    """Stored results without training: each seed a little different, so intervals exist."""
+    """Stored results without training: each seed a little different, so intervals exist. A
+    baseline stalls 40% of its cycles, a technique run 20%; a technique run's iso-area speedup
+    is 0.9 of its speedup."""
     with session_scope(database_url) as db:
         for run in db.scalars(select(Run).where(Run.experiment_id == experiment_id)):
             speedup = 1.0 if run.is_baseline else 1.5 + 0.1 * run.seed
+            iso_area = {
+                "iso_area_speedup": 0.9 * speedup,
+                "iso_area_energy_ratio": 1.2 / speedup,
+                "iso_area": ISO_AREA,
+            }
             db.execute(
                 update(Run)
                 .where(Run.id == run.id)
@@ -27,7 +43,10 @@ def finish_runs(database_url: str, experiment_id: int) -> None:
                     speedup=speedup,
                     energy_ratio=1.0 / speedup,
                     total_cycles=1000,
+                    stall_cycles=400 if run.is_baseline else 200,
+                    stall_share=0.4 if run.is_baseline else 0.2,
                     energy_pj=1e6,
+                    **({} if run.is_baseline else iso_area),
                 )
             )
 
@@ -59,6 +78,13 @@ def test_papers_show_headlines_and_only_the_miniatures_results(
     assert speedup["n"] == 3 and abs(speedup["mean"] - 1.6) < 1e-9
     assert speedup["ci_low"] < 1.6 < speedup["ci_high"]
     assert abs(by_preset["edge"]["accuracy_delta"]["mean"] - (-0.005)) < 1e-9
+    # Both comparisons and the stall shares, beside the speedup.
+    iso = by_preset["mercury-like"]["iso_area_speedup"]
+    assert iso["n"] == 3 and abs(iso["mean"] - 0.9 * 1.6) < 1e-9
+    assert by_preset["mercury-like"]["iso_area_energy_ratio"]["n"] == 3
+    assert by_preset["mercury-like"]["iso_area"] == ISO_AREA
+    assert abs(by_preset["edge"]["stall_share"]["mean"] - 0.2) < 1e-12
+    assert abs(by_preset["edge"]["baseline_stall_share"]["mean"] - 0.4) < 1e-12
     grouped = api.get(
         "/api/v1/runs/groups",
         params={"experiment_id": miniature["id"], "is_baseline": "false"},

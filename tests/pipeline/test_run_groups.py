@@ -213,12 +213,15 @@ def _reference_groups(runs: list[Run]) -> list[dict]:
     out = []
     for key, group in members.items():
         done = [run for run in group if run.status == "done"]
-        deltas = []
+        deltas, baseline_stalls = [], []
         for run in done:
             reference = run if run.is_baseline else by_id.get(run.baseline_run_id)
             base = reference.accuracy if reference is not None else None
             if run.accuracy is not None and base is not None:
                 deltas.append(run.accuracy - base)
+            if reference is not None:
+                baseline_stalls.append(reference.stall_share)
+        with_iso = [run for run in done if run.iso_area_speedup is not None]
 
         def figures(values: list[float | None]) -> dict | None:
             found = estimate([v for v in values if v is not None])
@@ -235,9 +238,30 @@ def _reference_groups(runs: list[Run]) -> list[dict]:
                 "accuracy_delta": figures(deltas),
                 "speedup": figures([run.speedup for run in done]),
                 "energy_ratio": figures([run.energy_ratio for run in done]),
+                "stall_share": figures([run.stall_share for run in done]),
+                "baseline_stall_share": figures(baseline_stalls),
+                "iso_area_speedup": figures([run.iso_area_speedup for run in done]),
+                "iso_area": with_iso[0].iso_area if with_iso else None,
             }
         )
     return out
+
+
+def iso_area(rng: random.Random) -> dict:
+    """Iso-area designs as the worker stores them (worker.sim.iso_area.IsoArea.to_dict())."""
+
+    def design() -> dict:
+        side = rng.choice([8, 14, 16, 18])
+        return {
+            "rows": side, "cols": rng.choice([8, 16, 20]), "ifmap_sram_kib": 48,
+            "filter_sram_kib": 48, "ofmap_sram_kib": 24, "area_mm2": rng.uniform(2, 6),
+            "seconds": rng.uniform(0.1, 1), "energy_pj": rng.uniform(1e9, 1e10),
+        }  # fmt: skip
+
+    return {
+        "area_budget_mm2": 6.5, "candidates": 384, "within_area": rng.randrange(1, 384),
+        "fastest": design(), "lowest_energy": design(),
+    }  # fmt: skip
 
 
 def _assert_same_figures(got: dict | None, want: dict | None) -> None:
@@ -295,9 +319,12 @@ def test_database_groups_match_the_python_reference(any_database: tuple[TestClie
                 ("accuracy", 0.1, 0.99),
                 ("speedup", 0.5, 3.0),
                 ("energy_ratio", 0.3, 1.5),
+                ("stall_share", 0.0, 0.8),
+                ("iso_area_speedup", 0.5, 3.0),
             ):
                 value = 0.75 if equal else rng.uniform(low, high)
                 row[name] = None if rng.random() < 0.1 else value
+            row["iso_area"] = None if row["iso_area_speedup"] is None else iso_area(rng)
             row["baseline_run_id"] = (
                 None if row["is_baseline"] else rng.choice([t.id for t in templates])
             )
@@ -310,9 +337,12 @@ def test_database_groups_match_the_python_reference(any_database: tuple[TestClie
     assert len(reference) > 30 and any(len(g["run_ids"]) == 1 for g in reference)
     assert [g["key"] for g in got] == [g["key"] for g in reference]
     for answer, want in zip(got, reference, strict=True):
-        for field in ("run_ids", "seeds", "done", "did_not_learn"):
+        for field in ("run_ids", "seeds", "done", "did_not_learn", "iso_area"):
             assert answer[field] == want[field], field
-        for field in ("accuracy", "accuracy_delta", "speedup", "energy_ratio"):
+        for field in (
+            "accuracy", "accuracy_delta", "speedup", "energy_ratio", "stall_share",
+            "baseline_stall_share", "iso_area_speedup",
+        ):  # fmt: skip
             _assert_same_figures(answer[field], want[field])
     # Filters narrow the groups as they narrow the runs.
     failed = api.get(

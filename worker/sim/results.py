@@ -87,6 +87,11 @@ class TrainingTotals(Figures):
     seconds: float  # total_cycles / clock: the whole training on the accelerator
     seconds_per_step: float  # seconds / iterations: one training step (mini-batch)
 
+    @property
+    def stall_share(self) -> float:
+        """The share of the training's cycles the array waits for DRAM (0 with no cycles)."""
+        return self.stall_cycles / self.total_cycles if self.total_cycles else 0.0
+
 
 @dataclass
 class SimulationResult:

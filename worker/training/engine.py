@@ -204,6 +204,7 @@ def run_training(
     techniques: list[BaseModel],
     progress: Callable[[Progress], None] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    on_epoch: Callable[[EpochMetrics], None] | None = None,
     *,
     data_root: Path | None = None,
     fashion_mnist_dir: Path | None = None,
@@ -212,6 +213,8 @@ def run_training(
 
     A `config.dataset_path` must lie inside `data_root` (None: no dataset_path is accepted);
     Fashion-MNIST is read from `fashion_mnist_dir` (None: where the Debian package puts it).
+    `on_epoch` is handed each epoch's metrics as soon as they are measured (the worker stores
+    them, so curves grow while the training runs); the result holds the same objects.
     """
     started = time.perf_counter()
     config = resolve_recipe(config)
@@ -250,11 +253,13 @@ def run_training(
         test_loss, test_accuracy = run.evaluate()
         for technique in run.techniques:
             technique.end_epoch(epoch, test_loss)
-        epochs.append(
-            _epoch_metrics(
-                run, epoch, loss_sum / seen, correct / seen, test_loss, test_accuracy, seconds
-            )
+        metrics = _epoch_metrics(
+            run, epoch, loss_sum / seen, correct / seen, test_loss, test_accuracy, seconds
         )
+        metrics.wall_seconds = time.perf_counter() - epoch_started
+        epochs.append(metrics)
+        if on_epoch is not None:
+            on_epoch(metrics)
     attach_hooks(run.model, None)
     ops = WorkloadOps(run.recorder.build_ops())
     for technique in run.techniques:

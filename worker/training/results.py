@@ -20,6 +20,9 @@ class EpochMetrics:
     test_loss: float
     test_accuracy: float
     seconds: float  # wall time of the epoch's training batches (evaluation excluded)
+    # wall time of the whole epoch: batches, evaluation and figures (what a time-left estimate
+    # extrapolates)
+    wall_seconds: float | None = None
     figures: dict[str, float] = field(default_factory=dict)
     per_layer: dict[str, dict[str, float]] = field(default_factory=dict)
 

@@ -24,12 +24,20 @@ from backend.api.access import (
     visible_to,
 )
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
-from backend.api.schemas import AnnotationsIn, ExpansionPreview, ExperimentOut, Page, RunCounts
+from backend.api.schemas import (
+    AnnotationsIn,
+    ExpansionPreview,
+    ExperimentOut,
+    ExperimentProgressOut,
+    Page,
+    RunCounts,
+)
 from backend.api.security import CurrentUser, caller_now
 from backend.db.models import Experiment, Run, Training
 from backend.db.session import session_factory
 from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, expand
+from backend.experiments.progress import OPEN, experiment_progress, trainings_progress
 from backend.experiments.quota import check_active_runs, check_queued_trainings
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
@@ -149,11 +157,14 @@ def show_experiment(experiment: VisibleExperiment, db: DbSession) -> ExperimentO
 
 
 def _detail(db: Session, experiment: Experiment) -> ExperimentOut:
-    """The experiment with its run counts and its number of trainings."""
+    """The experiment with its run counts, its number of trainings and its progress."""
     trainings = db.scalar(
         select(func.count()).select_from(Training).where(Training.experiment_id == experiment.id)
     )
-    return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id], trainings or 0)
+    out = _out(experiment, service.run_counts(db, [experiment.id])[experiment.id], trainings or 0)
+    progress = experiment_progress(db, experiment.id)
+    out.progress = ExperimentProgressOut(**vars(progress))
+    return out
 
 
 @router.patch("/{experiment_id}", response_model=ExperimentOut)
@@ -188,11 +199,38 @@ def cancel(experiment: EditableExperiment, db: DbSession) -> ExperimentOut:
     return _out(experiment, service.run_counts(db, [experiment.id])[experiment.id])
 
 
+RunState = dict[str, Any]
+
+
+def _run_states(db: Session, experiment_id: int) -> dict[int, RunState]:
+    """Each run's status and progress, and while it is open its training's epoch, epochs and
+    time left (whole seconds)."""
+    rows = db.execute(
+        select(Run.id, Run.status, Run.progress, Run.training_id).where(
+            Run.experiment_id == experiment_id
+        )
+    ).all()
+    trainings = trainings_progress(db, list({r.training_id for r in rows if r.status in OPEN}))
+    states = {}
+    for row in rows:
+        state: RunState = {"id": row.id, "status": row.status, "progress": row.progress}
+        training = trainings.get(row.training_id) if row.status in OPEN else None
+        if training is not None:
+            left = training.seconds_left
+            state |= {
+                "epoch": training.epoch,
+                "epochs": training.epochs,
+                "seconds_left": None if left is None else round(left),
+            }
+        states[row.id] = state
+    return states
+
+
 def _snapshot(
     database_url: str, experiment_id: int, request: Request, user_id: int
-) -> tuple[str, dict[int, tuple[str, float]]] | None:
-    """The experiment's status and its runs' states, or None once the caller may no longer
-    see it (credentials revoked, removed from the team, account deactivated)."""
+) -> tuple[str, dict[int, RunState], dict[str, Any]] | None:
+    """The experiment's status, its runs' states and its progress, or None once the caller
+    may no longer see it (credentials revoked, removed from the team, account deactivated)."""
     with session_factory(database_url)() as db:
         caller = caller_now(request, db)
         if caller is None or caller.id != user_id:
@@ -203,10 +241,15 @@ def _snapshot(
         experiment_status = db.scalar(
             select(Experiment.status).where(Experiment.id == experiment_id)
         )
-        rows = db.execute(
-            select(Run.id, Run.status, Run.progress).where(Run.experiment_id == experiment_id)
-        )
-        return experiment_status or "deleted", {r.id: (r.status, r.progress) for r in rows}
+        progress = experiment_progress(db, experiment_id)
+        left = progress.seconds_left
+        summary = {
+            "id": experiment_id,
+            "fraction": progress.fraction,
+            "running": progress.running,
+            "seconds_left": None if left is None else round(left),
+        }
+        return experiment_status or "deleted", _run_states(db, experiment_id), summary
 
 
 def _event(name: str, data: dict[str, Any]) -> str:
@@ -225,8 +268,9 @@ async def events(
     user: CurrentUser,
     interval: Annotated[float, Query(ge=0.2, le=30, description="seconds between polls")] = 1.0,
 ) -> StreamingResponse:
-    """Server-sent events: `run` when a run's status or progress changes, `experiment` when the
-    experiment's status changes, `end` once every run has finished. Access is checked again
+    """Server-sent events: `run` when a run's status, progress, epoch or time left changes,
+    `experiment` when the experiment's status changes, `progress` when its fraction done or time
+    left does, `end` once every run has finished. Access is checked again
     at every poll: once the caller may no longer see the experiment, a `denied` event ends
     the stream."""
 
@@ -236,8 +280,8 @@ async def events(
     database_url = request.app.state.settings.effective_database_url
 
     async def stream() -> AsyncIterator[str]:
-        seen: dict[int, tuple[str, float]] = {}
-        last_status = None
+        seen: dict[int, RunState] = {}
+        last_status, last_progress = None, None
         while not await request.is_disconnected():
             snapshot = await run_in_threadpool(
                 _snapshot, database_url, experiment_id, request, user.id
@@ -245,11 +289,14 @@ async def events(
             if snapshot is None:
                 yield _event("denied", {"id": experiment_id, "detail": "access was lost"})
                 return
-            experiment_status, runs = snapshot
+            experiment_status, runs, progress = snapshot
             for run_id, state in runs.items():
                 if seen.get(run_id) != state:
-                    yield _event("run", {"id": run_id, "status": state[0], "progress": state[1]})
+                    yield _event("run", state)
             seen = runs
+            if progress != last_progress:
+                yield _event("progress", progress)
+                last_progress = progress
             if experiment_status != last_status:
                 yield _event("experiment", {"id": experiment_id, "status": experiment_status})
                 last_status = experiment_status

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import Select, case, func, select
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
@@ -39,6 +39,7 @@ from backend.api.schemas import (
     LayerOut,
     Page,
     ParetoPoint,
+    ProgressOut,
     RunAttemptOut,
     RunDetail,
     RunGroup,
@@ -48,6 +49,7 @@ from backend.api.security import CurrentUser
 from backend.db.models import EpochMetric, Run, Training, User
 from backend.db.session import session_factory
 from backend.experiments import deletion
+from backend.experiments.progress import OPEN, trainings_progress
 from backend.experiments.quota import check_active_runs
 from backend.experiments.retry import RunGone, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
@@ -270,8 +272,8 @@ GROUPABLE = {
     "is_baseline": Run.is_baseline,
 }
 SUMMARISED = (
-    "accuracy", "speedup", "energy_ratio", "total_cycles", "seconds", "energy_pj", "dram_bytes",
-    "area_mm2",
+    "accuracy", "speedup", "energy_ratio", "iso_area_speedup", "iso_area_energy_ratio",
+    "total_cycles", "seconds", "stall_share", "energy_pj", "dram_bytes", "area_mm2",
 )  # fmt: skip
 
 
@@ -332,6 +334,7 @@ def show_run(run: VisibleRun, db: DbSession, user: CurrentUser) -> RunDetail:
             "epochs": [EpochOut.model_validate(epoch) for epoch in epochs],
             "figures_per_layer": figures_per_layer(epochs),
             "attempts": attempts,
+            "live": _live(db, run),
             "training_environment": (
                 db.scalar(select(Training.environment).where(Training.id == run.training_id))
                 if run.training_id
@@ -364,6 +367,19 @@ def delete_run(run: DeletableRun, db: DbSession) -> Response:
     or running, and while it is the baseline of other runs)."""
     deletion.delete_run(db, run)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _live(db: Session, run: Run) -> ProgressOut | None:
+    """An open run's epoch, fraction and time left, from its training's."""
+    if run.status not in OPEN or run.training_id is None:
+        return None
+    training = trainings_progress(db, [run.training_id])[run.training_id]
+    return ProgressOut(
+        fraction=run.progress,
+        epoch=training.epoch,
+        epochs=training.epochs,
+        seconds_left=training.seconds_left,
+    )
 
 
 def figures_per_layer(epochs: list[EpochMetric]) -> dict[str, dict[str, list[float | None]]]:

@@ -21,6 +21,12 @@ function panels(runs) {
 }
 const COLUMNS = 3;
 const LEGEND_PER_RUN = 8; // beyond this many trainings the legend names techniques, not runs
+const EPOCH_TICKS = 6; // at most, per panel: a third of the card's width holds about six labels
+// Legend entries that say what the line styles mean (drawn nowhere: no points).
+const LINE_STYLES = [["solid", "train (solid)"], ["dot", "test (dotted)"]].map(([dash, name]) => ({
+  type: "scatter", mode: "lines", x: [null], y: [null], name, legendgroup: "line styles", hoverinfo: "skip",
+  line: { color: "#666", dash, width: 2 },
+}));
 
 /** One run per training: runs that share a training share its curves. */
 function trainings(runs) {
@@ -56,12 +62,14 @@ export default {
     const perRun = shown.length <= LEGEND_PER_RUN;
     const inLegend = new Set();
     const shownPanels = panels(shown);
+    const lastEpoch = Math.max(...shown.flatMap((run) => run.epochs.map((e) => e.epoch)));
+    const epochStep = Math.max(1, Math.ceil(lastEpoch / EPOCH_TICKS));
     shownPanels.forEach((panel, index) => {
       const suffix = index === 0 ? "" : String(index + 1);
       const domains = axisDomains(index, shownPanels.length);
       const bottomRow = Math.floor(index / COLUMNS) === Math.ceil(shownPanels.length / COLUMNS) - 1;
       layout[`xaxis${suffix}`] = {
-        domain: domains.x, anchor: `y${suffix}`, dtick: 1,
+        domain: domains.x, anchor: `y${suffix}`, tick0: 1, dtick: epochStep,
         title: bottomRow ? { text: "epoch", standoff: 4 } : undefined,
       };
       layout[`yaxis${suffix}`] = { domain: domains.y, anchor: `x${suffix}` };
@@ -88,6 +96,6 @@ export default {
       });
     });
     layout.legend = { orientation: "v", x: 0.7, y: 0.4, xanchor: "left", yanchor: "top" };
-    return { data, layout };
+    return { data: [...data, ...LINE_STYLES], layout };
   },
 };

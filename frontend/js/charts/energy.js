@@ -20,6 +20,8 @@ export default {
     const labels = shown.map((r) => `#${r.id} ${r.technique}`);
     const hovers = shown.map(runLabel);
     const microjoules = (pj) => (pj ?? 0) / 1e6;
+    // Runs stored before the operand breakdown existed have none: then that panel is left out.
+    const byOperand = shown.some((r) => r.summary.energy_by_operand);
     const data = [
       ...LEVELS.map((level, i) => ({
         type: "bar", orientation: "h", name: `level: ${LEVEL_NAMES[level]}`, y: labels, legendgroup: "level",
@@ -27,7 +29,7 @@ export default {
         marker: { color: colorAt(i) },
         hovertemplate: `%{customdata}<br>${LEVEL_NAMES[level]}: %{x:.4g} µJ<extra></extra>`,
       })),
-      ...OPERANDS.map((operand, i) => ({
+      ...(byOperand ? OPERANDS : []).map((operand, i) => ({
         type: "bar", orientation: "h", name: `operand: ${operand}`, y: labels, xaxis: "x2", legendgroup: "operand",
         x: shown.map((r) => microjoules((r.summary.energy_by_operand || {})[operand])), customdata: hovers,
         marker: { color: colorAt(i + 5) },
@@ -41,8 +43,8 @@ export default {
         height: Math.max(420, 140 + ROW_HEIGHT * shown.length),
         margin: { l: 20, r: 20, t: 30, b: 60 },
         yaxis: { automargin: true, autorange: "reversed", type: "category" },
-        xaxis: { domain: [0, 0.47], title: { text: "energy (µJ), by level" } },
-        xaxis2: { domain: [0.53, 1], title: { text: "µJ moved, by operand" }, anchor: "y" },
+        xaxis: { domain: byOperand ? [0, 0.47] : [0, 1], title: { text: "energy (µJ), by level" } },
+        ...(byOperand ? { xaxis2: { domain: [0.53, 1], title: { text: "µJ moved, by operand" }, anchor: "y" } } : {}),
         legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
       }),
     };

@@ -51,7 +51,8 @@ export default {
         // Vertical layer names: slanted ones reach left under the y axis's "0".
         xaxis: { type: "multicategory", tickangle: -90, automargin: true },
         yaxis: { title: { text: "cycles (whole training)" } },
-        legend: { orientation: "h", y: -0.5 },
+        // Beside the plot: below it, long layer names (ResNet's "layer2.0.shortcut.0") reach it.
+        legend: { orientation: "v", x: 1.01, xanchor: "left", y: 1, yanchor: "top" },
         updatemenus: shown.length > 1
           ? [{ buttons, direction: "down", x: 1, xanchor: "right", y: 1.15, yanchor: "top", showactive: true }]
           : [],

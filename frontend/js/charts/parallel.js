@@ -8,10 +8,21 @@ const OUTCOMES = [
   ["energy_ratio", "energy / baseline"],
 ];
 
-function dimension(label, values) {
+// Numbers that name a choice rather than measure a quantity: one axis tick per value.
+const CATEGORICAL = new Set(["seed"]);
+const isNumber = (text) => text.trim() !== "" && Number.isFinite(Number(text));
+
+/** Categories in reading order: numbers by value (8, 16, 32), then text ("–" for unset). */
+function categoryOrder(a, b) {
+  if (isNumber(a) && isNumber(b)) return Number(a) - Number(b);
+  if (isNumber(a) !== isNumber(b)) return isNumber(a) ? -1 : 1;
+  return a.localeCompare(b);
+}
+
+function dimension(label, values, categorical = false) {
   const numeric = values.every((v) => typeof v === "number" || typeof v === "boolean" || v === null);
-  if (numeric) return { label, values: values.map((v) => (v === null ? NaN : Number(v))) };
-  const categories = [...new Set(values.map(String))].sort();
+  if (numeric && !categorical) return { label, values: values.map((v) => (v === null ? NaN : Number(v))) };
+  const categories = [...new Set(values.map(String))].sort(categoryOrder);
   return {
     label,
     values: values.map((v) => categories.indexOf(String(v))),
@@ -38,7 +49,7 @@ export default {
     // Only what changes between the shown runs: swept values, technique, accelerator.
     const keys = [...new Set(["accelerator", ...shown.flatMap((r) => Object.keys(r.params || {}))])].sort().filter(varies);
     const dimensions = [
-      ...keys.map((key) => dimension(axisLabel(key), shown.map((r) => valueOf(r, key)))),
+      ...keys.map((key) => dimension(axisLabel(key), shown.map((r) => valueOf(r, key)), CATEGORICAL.has(key))),
       ...OUTCOMES.map(([key, label, scale = 1]) => dimension(label, shown.map((r) => (r[key] === null ? null : scale * r[key])))),
     ];
     return {

@@ -1,7 +1,7 @@
 // Compare runs (/compare?ids=1,2) or open a saved dashboard (/dashboards/<id>): charts, save, share.
 
 import { API, describe, getJson, patchJson, postJson, query } from "../api.js";
-import { drawCharts } from "../chart-panel.js";
+import { drawCharts, redrawChart } from "../chart-panel.js";
 import { chartPicker } from "../chart-picker.js";
 import { CHART_IDS } from "../charts/registry.js";
 import { ShareLinks } from "../share-links.js";
@@ -11,7 +11,7 @@ import { textEditor } from "../text-blocks.js";
 
 const $ = (id) => document.getElementById(id);
 const dashboardMatch = location.pathname.match(/^\/dashboards\/([^/]+)$/);
-const state = { dashboard: null, runIds: [], charts: [...CHART_IDS], texts: [], data: { runs: [] } };
+const state = { dashboard: null, runIds: [], charts: [...CHART_IDS], texts: [], data: { runs: [], design_points: [] } };
 
 function showError(message) {
   $("page-errors").textContent = message;
@@ -32,7 +32,7 @@ async function redraw() {
     : "No runs selected: pick runs in the run table and press “Compare selected”.";
   await Promise.all([
     groupTable($("group-summary"), runs),
-    drawCharts($("charts"), state.charts, runs, state.dashboard ? state.dashboard.texts : []),
+    drawCharts($("charts"), state.charts, runs, state.dashboard ? state.dashboard.texts : [], state.data.design_points),
   ]);
 }
 
@@ -116,6 +116,33 @@ async function loadDashboard(id) {
   state.data = await getJson(`${API}/dashboards/${encodeURIComponent(id)}/data`);
 }
 
+const OPEN = new Set(["queued", "running"]);
+const FOLLOW_MS = 3000;
+
+async function chartData() {
+  if (dashboardMatch) return getJson(`${API}/dashboards/${encodeURIComponent(state.dashboard.id)}/data`);
+  return getJson(`${API}/chart-data${query({ ids: state.runIds })}`);
+}
+
+/** While a compared run is open, its training curves grow as its epochs are stored; once none
+ * is, every chart is drawn again with the finished runs' figures. */
+function followOpenRuns() {
+  if (!state.data.runs.some((run) => OPEN.has(run.status))) return;
+  setTimeout(async () => {
+    try {
+      state.data = await chartData();
+      if (state.data.runs.some((run) => OPEN.has(run.status))) {
+        await redrawChart($("charts"), "curves", state.data.runs);
+      } else {
+        await redraw();
+      }
+      followOpenRuns();
+    } catch (error) {
+      showError(`Stopped following the open runs: ${describe(error)}`);
+    }
+  }, FOLLOW_MS);
+}
+
 async function main() {
   try {
     if (dashboardMatch) {
@@ -134,6 +161,7 @@ async function main() {
   });
   $("dashboard-form").addEventListener("submit", save);
   await redraw();
+  followOpenRuns();
 }
 
 main();

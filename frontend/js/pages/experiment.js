@@ -1,15 +1,19 @@
-// One experiment: its status and counts, its runs (each linked to its page) and its spec.
+// One experiment: its status, counts and progress (live while it runs), its runs (each linked
+// to its page) and its spec.
 
 import { annotationsEditor } from "../annotations.js";
 import { API, del, describe, getJson, query } from "../api.js";
 import { confirmButton } from "../confirm.js";
 import { el } from "../format.js";
 import { showPageError } from "../page-errors.js";
+import { progressBar } from "../progress.js";
 import { RunTable } from "../run-table.js";
 import { specText } from "../spec-text.js";
 
 const experimentId = Number(location.pathname.split("/").pop());
 const compareButton = document.getElementById("compare-selected");
+const TERMINAL = new Set(["done", "failed", "cancelled"]);
+const progressLabel = `experiment ${experimentId} progress`;
 
 function renderSummary(experiment) {
   document.title = `Experiment #${experiment.id} · Orrery`;
@@ -26,14 +30,20 @@ function renderSummary(experiment) {
     ["Finished", experiment.finished_at ? new Date(experiment.finished_at).toLocaleString() : "–"],
   ];
   if (experiment.spec.description) rows.splice(1, 0, ["Description", experiment.spec.description]);
+  if (!TERMINAL.has(experiment.status) && experiment.progress) {
+    rows.splice(1, 0, ["Progress", el("span", { id: "experiment-progress" }, progressBar(experiment.progress, progressLabel))]);
+  }
   const list = document.getElementById("summary");
+  list.replaceChildren();
   for (const [term, value] of rows) list.append(el("dt", { text: term }), el("dd", {}, value));
   document.getElementById("spec").textContent = specText(experiment.spec, "yaml");
 }
 
 async function main() {
+  let status;
   try {
     const experiment = await getJson(`${API}/experiments/${experimentId}`);
+    status = experiment.status;
     renderSummary(experiment);
     document.getElementById("experiment-actions").append(confirmButton({
       label: "Delete experiment", confirmLabel: "Yes, delete",
@@ -68,6 +78,40 @@ async function main() {
     location.href = `/compare?ids=${[...table.selected].sort((a, b) => a - b).join(",")}`;
   });
   await table.load();
+  if (!TERMINAL.has(status)) follow(table);
+}
+
+/** While the experiment runs: its runs' progress and its own from the event stream, and the
+ * summary and table read again whenever a run finishes (the events carry no metrics). */
+function follow(table) {
+  let timer = null;
+  const refresh = () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      try {
+        renderSummary(await getJson(`${API}/experiments/${experimentId}`));
+        await table.load();
+      } catch (error) {
+        document.getElementById("page-errors").textContent = `Not refreshed: ${describe(error)}`;
+      }
+    }, 300);
+  };
+  const source = new EventSource(`${API}/experiments/${experimentId}/events`);
+  const statuses = new Map();
+  source.addEventListener("run", (event) => {
+    const run = JSON.parse(event.data);
+    const before = statuses.get(run.id);
+    statuses.set(run.id, run.status);
+    if (before !== undefined && before !== run.status) refresh();
+    table.updateRun(run);
+  });
+  source.addEventListener("progress", (event) => {
+    document.getElementById("experiment-progress")?.replaceChildren(progressBar(JSON.parse(event.data), progressLabel));
+  });
+  source.addEventListener("end", () => {
+    source.close();
+    refresh();
+  });
 }
 
 main();

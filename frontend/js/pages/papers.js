@@ -3,6 +3,7 @@
 
 import { API, describe, getJson, postJson } from "../api.js";
 import { el } from "../format.js";
+import { isoAreaBudget, isoAreaDesigns } from "../iso-area.js";
 
 const root = document.getElementById("papers");
 const errors = document.getElementById("page-errors");
@@ -20,8 +21,16 @@ function estimateCell(estimate, [format, spread]) {
     mean, el("span", { class: "ci", text: ` ± ${spread(half)}` }));
 }
 
+/** The runs' stall share with their baselines' beside it, each mean ± half-width. */
+function stallCell(group) {
+  const [run, baseline] = [group.stall_share, group.baseline_stall_share].map((e) => estimateCell(e, share).textContent);
+  return el("td", { class: "num stall", title: "share of the cycles spent waiting on DRAM: the runs', then their baselines'" },
+    run, el("span", { class: "muted", text: `baseline ${baseline}` }));
+}
+
 const times = [(v) => `${v.toFixed(2)}×`, (h) => h.toFixed(2)];
 const ratio = [(v) => v.toFixed(3), (h) => h.toFixed(3)];
+const share = [(v) => v.toFixed(2), (h) => h.toFixed(2)];
 const points = [(v) => `${v >= 0 ? "+" : "−"}${Math.abs(100 * v).toFixed(2)} pt`, (h) => `${(100 * h).toFixed(2)} pt`];
 
 function headlineRow(paper) {
@@ -30,8 +39,12 @@ function headlineRow(paper) {
     el("th", { scope: "row", text: `Paper (${paper.venue})` }),
     el("td", { class: "num muted", text: "its own networks" }),
     el("td", { class: "num", text: times[0](headline.speedup) }),
+    el("td", { class: "num muted", text: "–" }),
     el("td", { class: "num", text: headline.energy_ratio === null ? "not reported" : ratio[0](headline.energy_ratio) }),
+    el("td", { class: "num muted", text: "–" }),
+    el("td", { class: "num muted", text: "–" }),
     el("td", { class: "num", text: headline.accuracy }),
+    el("td", { class: "muted", text: "" }),
     el("td", { class: "muted", text: "" }));
 }
 
@@ -43,14 +56,19 @@ function groupRow(group) {
     el("th", { scope: "row" }, `Ours on ${group.accelerator_name}`, swept ? el("span", { class: "muted", text: ` (${swept})` }) : ""),
     el("td", { class: "num", text: `${group.done} of ${group.run_ids.length}` }),
     estimateCell(group.speedup, times),
+    stallCell(group),
     estimateCell(group.energy_ratio, ratio),
+    estimateCell(group.iso_area_speedup, times),
+    estimateCell(group.iso_area_energy_ratio, ratio),
     estimateCell(group.accuracy_delta, points),
-    el("td", { class: `verdict verdict-${group.verdict.split(" ")[0]}`, title: group.verdict_why, text: group.verdict }));
+    el("td", { class: `verdict verdict-${group.verdict.split(" ")[0]}`, title: group.verdict_why, text: group.verdict }),
+    el("td", { class: "iso-designs", title: isoAreaBudget(group.iso_area), text: isoAreaDesigns(group.iso_area) }));
 }
 
 function resultsTable(paper) {
-  const head = el("tr", {}, ["", "Seeds done", "Speedup", "Energy ratio", "Accuracy (Δ to baseline)", "Verdict"]
-    .map((h, i) => el("th", { scope: "col", class: i && i < 5 ? "num" : undefined, text: h })));
+  const head = el("tr", {}, ["", "Seeds done", "Speedup (same array)", "Stall share", "Energy ratio (same array)",
+    "Iso-area speedup", "Iso-area energy ratio", "Accuracy (Δ to baseline)", "Verdict", "Iso-area dense designs"]
+    .map((h, i) => el("th", { scope: "col", class: i && i < 8 ? "num" : undefined, text: h })));
   const rows = [headlineRow(paper), ...paper.groups.map(groupRow)];
   return el("table", { class: "data paper-results", "aria-label": `${paper.title}: paper and ours` },
     el("thead", {}, head), el("tbody", {}, rows));
@@ -63,7 +81,11 @@ function verdictNote() {
     + "preset's assumptions. Verdict: reproduces when the speedup's interval lies above 1, its mean "
     + "reaches half the paper's gain in log terms and the accuracy change's interval lies above −1 point; "
     + "no gain when the speedup's interval lies below 1.05; partial gain, loses accuracy or inconclusive "
-    + "otherwise (hover a verdict for its reason). Energy is shown beside it and is not part of it.");
+    + "otherwise (hover a verdict for its reason). Energy is shown beside it and is not part of it. "
+    + "Same array: against the run's baseline, its accelerator with the extensions off. Iso-area: against "
+    + "the fastest (speedup = its time / the run's) and the lowest-energy (ratio = the run's energy / its) "
+    + "dense designs of equal or smaller area, at the same clock, dataflow and node, running the "
+    + "baseline's training. Stall share: cycles spent waiting on DRAM.");
 }
 
 function miniatureLine(spec) {

@@ -1,19 +1,24 @@
-// One run in full: what it is, what it was compared with, and every figure it produced.
+// One run in full: what it is, what it was compared with, and every figure it produced; while
+// it is open, its progress and curves follow the training (read again every few seconds).
 
 import { annotationsEditor } from "../annotations.js";
-import { API, del, describe, getJson, postJson } from "../api.js";
+import { API, del, describe, getJson, postJson, query } from "../api.js";
 import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent, fmtSeconds } from "../format.js";
 import { statusCell } from "../run-table.js";
+import { fmtDuration, progressText } from "../progress.js";
 import { epochFigures, loadFigures } from "../figures.js";
 import { showPageError } from "../page-errors.js";
 import { loadTechniques } from "../techniques.js";
 
 const runId = Number(location.pathname.split("/").pop());
 const errors = document.getElementById("page-errors");
+const OPEN = new Set(["queued", "running"]);
+const POLL_MS = 2000;
 
 const link = (href, text) => el("a", { href, text });
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
 const mib = (bytes) => (bytes === null || bytes === undefined ? "–" : `${fmtNumber(bytes / 2 ** 20)} MiB`);
 const squareMm = (mm2) => (mm2 === null || mm2 === undefined ? "–" : `${fmtNumber(mm2)} mm²`);
 const microjoules = (pj) => (pj === null || pj === undefined ? "–" : `${fmtNumber(pj / 1e6)} µJ`);
@@ -26,6 +31,7 @@ function areaParts(parts) {
 }
 
 function facts(container, rows) {
+  container.replaceChildren();
   for (const [term, value] of rows) {
     container.append(el("dt", { text: term }), el("dd", {}, value));
   }
@@ -40,10 +46,42 @@ function baselineText(run) {
   return el("span", {}, link(`/runs/${run.baseline_run_id}`, `run #${run.baseline_run_id}`), `, on ${hardware}`);
 }
 
-function renderSummary(run) {
+/** The speedup, or why there is none yet: a baseline not done is named, linked, with its state. */
+function speedupText(run, baseline) {
+  if (run.speedup !== null) return `${run.speedup.toFixed(3)}×`;
+  if (run.status !== "done" || !baseline) return "–";
+  const name = link(`/runs/${baseline.id}`, `baseline run #${baseline.id}`);
+  if (OPEN.has(baseline.status)) {
+    const state = baseline.live ? `: ${baseline.status}, ${progressText(baseline.live)}` : `: ${baseline.status}`;
+    return el("span", { class: "waiting-baseline" }, "waiting for ", name, state);
+  }
+  return el("span", { class: "waiting-baseline" }, "none: ", name, ` ${baseline.status}`);
+}
+
+/** The accuracy change against the baseline, in points (the server's /runs/compare). */
+function deltaText(comparison) {
+  const delta = comparison?.accuracy_delta;
+  if (delta === null || delta === undefined) return "–";
+  return `${delta >= 0 ? "+" : "−"}${fmtNumber(Math.abs(100 * delta), 2)} pt (baseline ${fmtPercent(comparison.baseline_accuracy)})`;
+}
+
+/** Created, started and finished times, and how long it took (or has taken so far). */
+function timeRows(run) {
+  const started = run.started_at ? new Date(run.started_at) : null;
+  const end = run.finished_at ? new Date(run.finished_at) : OPEN.has(run.status) ? new Date() : null;
+  const took = started && end ? fmtDuration((end - started) / 1000) : "–";
+  return [
+    ["Created", when(run.created_at)],
+    ["Started", when(run.started_at)],
+    ["Finished", when(run.finished_at)],
+    ["Duration", run.finished_at || !started ? took : `${took} so far`],
+  ];
+}
+
+function renderSummary(run, { baseline = null, comparison = null } = {}) {
   document.title = `Run #${run.id} · Orrery`;
   document.getElementById("title").textContent = `Run #${run.id}: ${run.technique} on ${run.accelerator_name}`;
-  const status = statusCell(run, { shortReason: false });
+  const status = statusCell({ ...run, ...run.live }, { shortReason: false });
   if (run.error) status.append(" ", el("span", { class: "failure-reason", text: run.error }));
   facts(document.getElementById("summary"), [
     ["Status", status],
@@ -51,8 +89,10 @@ function renderSummary(run) {
     ["Experiment", link(`/experiments/${run.experiment_id}`, `experiment #${run.experiment_id}`)],
     ["Compared with", baselineText(run)],
     ["Model, data, seed", `${run.model} on ${run.dataset}, seed ${run.seed}`],
+    ...timeRows(run),
     ["Test accuracy", fmtPercent(run.accuracy)],
-    ["Speedup", run.speedup === null ? "–" : `${run.speedup.toFixed(3)}×`],
+    ["Δ accuracy", deltaText(comparison)],
+    ["Speedup", speedupText(run, baseline)],
     ["Energy ratio", fmtNumber(run.energy_ratio)],
     ["Cycles", `${fmtNumber(run.total_cycles)} (${fmtNumber(run.compute_cycles)} array and exposed extension + ${fmtNumber(run.stall_cycles)} stall)`],
     ["Time", `${fmtSeconds(run.seconds)} for the training, ${fmtSeconds(run.seconds_per_step)} a step (at ${fmtNumber(run.accelerator_config?.clock_mhz ?? null)} MHz)`],
@@ -63,8 +103,6 @@ function renderSummary(run) {
     ["DRAM traffic", mib(run.dram_bytes)],
   ]);
 }
-
-const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
 
 /** The run's earlier attempts, each ended (failed or cancelled) and then retried. */
 function renderAttempts(run) {
@@ -148,6 +186,7 @@ const LAYER_COLUMNS = [
 
 function renderLayers(run) {
   const box = document.getElementById("layers");
+  box.replaceChildren();
   if (!run.layers.length) {
     box.append(el("p", { class: "muted", text: run.status === "done" ? "no layer results stored" : `no results yet (${run.status})` }));
     return;
@@ -166,6 +205,7 @@ function columnLabel(key) {
 /** The per-layer figures the training recorded each epoch (hit rates, densities, cosines). */
 function renderLayerEpochs(run) {
   const box = document.getElementById("layer-epochs");
+  box.replaceChildren();
   const keys = new Set();
   for (const epoch of run.epochs) for (const figures of Object.values(epoch.per_layer || {})) for (const key of Object.keys(figures)) keys.add(key);
   if (!keys.size) {
@@ -183,6 +223,44 @@ function renderLayerEpochs(run) {
   box.append(el("table", { class: "data", id: "layer-epoch-table" },
     el("thead", {}, el("tr", {}, ["Epoch", "Layer", ...columns.map(columnLabel)].map((label) => el("th", { scope: "col", text: label })))),
     el("tbody", {}, rows)));
+}
+
+/** What the summary reads beside the run: its comparison with its baseline, and the baseline
+ * itself while the run's speedup waits for it. */
+async function related(run) {
+  const [comparison] = run.accuracy === null ? [null] : await getJson(`${API}/runs/compare${query({ ids: [run.id] })}`);
+  const waiting = run.speedup === null && run.status === "done" && !run.is_baseline && run.baseline_run_id !== null;
+  const baseline = waiting ? await getJson(`${API}/runs/${run.baseline_run_id}`) : null;
+  return { comparison, baseline };
+}
+
+/** The parts that change while a run is open: summary, layers, curves. */
+async function renderLive(run, parts) {
+  renderSummary(run, parts);
+  renderLayers(run);
+  renderLayerEpochs(run);
+  const figure = curves.build([run]);
+  await Plotly.react("curves", figure.data, figure.layout, { responsive: true, displaylogo: false });
+  document.getElementById("curves").dataset.epochs = String(run.epochs.length);
+}
+
+/** Read the run again every few seconds while it is open or its speedup waits for a baseline. */
+function follow(run, baseline) {
+  if (!OPEN.has(run.status) && !(baseline && OPEN.has(baseline.status))) return;
+  setTimeout(async () => {
+    try {
+      const next = await getJson(`${API}/runs/${runId}`);
+      if (next.attempt !== run.attempt || next.attempts.length !== run.attempts.length) {
+        location.reload();
+        return;
+      }
+      const parts = await related(next);
+      await renderLive(next, parts);
+      follow(next, parts.baseline);
+    } catch (error) {
+      errors.textContent = `Stopped following run ${runId}: ${describe(error)}`;
+    }
+  }, POLL_MS);
 }
 
 async function main() {
@@ -205,12 +283,11 @@ async function main() {
     }));
     annotationsEditor(document.getElementById("annotations"), { path: `${API}/runs/${run.id}`, tags: run.tags, notes: run.notes, what: "run" });
     renderSpec(run);
-    renderLayers(run);
     // Only the colours need the techniques, and only the labels and curves the figures.
     await Promise.all([loadTechniques().catch(() => null), loadFigures().catch(() => null)]);
-    renderLayerEpochs(run);
-    const figure = curves.build([run]);
-    Plotly.newPlot("curves", figure.data, figure.layout, { responsive: true, displaylogo: false });
+    const parts = await related(run);
+    await renderLive(run, parts);
+    follow(run, parts.baseline);
   } catch (error) {
     showPageError(`Cannot show run ${runId}: ${describe(error)}`, error);
   }

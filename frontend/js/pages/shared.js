@@ -16,7 +16,7 @@ async function main() {
     document.getElementById("run-summary").textContent = `${runs.length} run(s): ${runs.map((r) => `#${r.id}`).join(", ")}`;
     await Promise.all([
       groupTable(document.getElementById("group-summary"), runs, shared.groups),
-      drawCharts(document.getElementById("charts"), shared.charts, runs, shared.texts),
+      drawCharts(document.getElementById("charts"), shared.charts, runs, shared.texts, shared.data.design_points),
     ]);
   } catch (error) {
     showPageError(describe(error), error);

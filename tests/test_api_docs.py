@@ -31,6 +31,8 @@ def test_docs_pages_load_everything_from_this_server(
             loaded = client.get(asset)
             assert loaded.status_code == 200, asset
             assert len(loaded.content) > 1000 or asset == "/favicon.ico", asset
+            # Nothing they load fetches from another host either (ReDoc's Redocly logo did).
+            assert re.search(rb"https://cdn\.", loaded.content) is None, asset
         assert client.get("/api/openapi.json").status_code == 200
         assert client.get("/vendor/api-docs/..%2Fcore.py").status_code == 404
         assert client.get("/vendor/api-docs/core.py").status_code == 404

@@ -5,16 +5,21 @@ Here the same pages load them from the `fastapi-offline` package's copy of the S
 ReDoc bundles, served by this app, as Plotly is (api/routes/pages.py): no CDN, no copy in the
 repository, no web fonts. Their Content-Security-Policy is the pages' (api/page_headers.py),
 with Swagger UI's one inline script allowed by its hash.
+
+ReDoc's bundle draws Redocly's logo beside "API docs by Redocly" from a CDN; the bundle is
+served with that address replaced by an empty SVG, so the page asks no other host for anything
+(the link itself stays).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import fastapi_offline
 from fastapi import APIRouter, HTTPException, status
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from backend.api.page_headers import policy_for_html
 
@@ -24,6 +29,8 @@ ASSETS = {
     "swagger-ui.css": "text/css",
     "redoc.standalone.js": "text/javascript",
 }
+REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+BLANK_SVG = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E"
 ASSETS_URL = "/vendor/api-docs"
 OPENAPI_URL = "/api/openapi.json"
 TITLE = "Orrery API"
@@ -63,12 +70,22 @@ def redoc() -> HTMLResponse:
     )
 
 
+@cache
+def _redoc_bundle() -> bytes:
+    return (
+        (ASSETS_DIR / "redoc.standalone.js")
+        .read_bytes()
+        .replace(REDOC_LOGO.encode(), BLANK_SVG.encode())
+    )
+
+
 @router.get(f"{ASSETS_URL}/{{name}}")
-def asset(name: str) -> FileResponse:
+def asset(name: str) -> Response:
     """One of the docs' scripts or style sheets, from the installed package."""
     path = ASSETS_DIR / name
     if name not in ASSETS or not path.is_file():
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"{name} is not an API docs asset")
-    return FileResponse(
-        path, media_type=ASSETS[name], headers={"Cache-Control": "public, max-age=86400"}
-    )
+    headers = {"Cache-Control": "public, max-age=86400"}
+    if name == "redoc.standalone.js":
+        return Response(_redoc_bundle(), media_type=ASSETS[name], headers=headers)
+    return FileResponse(path, media_type=ASSETS[name], headers=headers)

@@ -29,9 +29,10 @@ from sqlalchemy import ColumnElement, and_, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.groups import estimate_from
+from backend.api.access import Viewer
 from backend.api.run_query import RunFilters, filtered_runs
 from backend.api.schemas import EstimateOut, RunGroup
-from backend.db.models import Run, User
+from backend.db.models import Run
 
 DESCRIBING = (
     Run.id,
@@ -77,7 +78,7 @@ def _metric_values(baseline: Any) -> dict[str, ColumnElement[Any]]:
     }
 
 
-def run_groups(db: Session, user: User, filters: RunFilters) -> list[RunGroup]:
+def run_groups(db: Session, user: Viewer, filters: RunFilters) -> list[RunGroup]:
     """Groups of the visible runs matching the filters, in the order of their first run."""
     baseline = aliased(Run)
     values = _metric_values(baseline)

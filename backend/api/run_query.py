@@ -33,6 +33,7 @@ class RunFilters:
     range: list[str]
     sort: str
     q: str = ""
+    run_id: tuple[int, ...] = ()  # only these runs (a shared dashboard's); empty: any
 
     def where(self) -> list[Any]:
         clauses: list[Any] = []
@@ -52,6 +53,8 @@ class RunFilters:
         clauses.extend(_range_clause(item) for item in self.range)
         if self.q.strip():
             clauses.append(_search_clause(self.q.strip()))
+        if self.run_id:
+            clauses.append(Run.id.in_(self.run_id))
         return clauses
 
     def order_by(self) -> list[Any]:

@@ -57,6 +57,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from backend.specs.titles import field_title
+
 # os/ws/is: systolic GEMM dataflows (worker.sim.systolic); row: SparseTrain-style 1-D convolution
 # dataflow (worker.sim.row_dataflow).
 Dataflow = Literal["os", "ws", "is", "row"]
@@ -79,7 +81,7 @@ MIN_DRAM_WORDS_PER_CYCLE, MAX_DRAM_WORDS_PER_CYCLE = 0.001, float(1 << 16)
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, field_title_generator=field_title)
 
 
 class EnergyTable(_Spec):

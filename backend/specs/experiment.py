@@ -24,6 +24,7 @@ from pydantic import (
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.techniques import TechniqueParams
+from backend.specs.titles import field_title
 from backend.specs.training import TrainingConfig
 
 Scalar = float | int | str | bool
@@ -31,7 +32,7 @@ BaselineHardware = Literal["dense", "same"]
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", field_title_generator=field_title)
 
 
 class SweepAxis(_Spec):

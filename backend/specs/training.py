@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.specs.recipes import LrSchedule
+from backend.specs.titles import field_title
 
 ModelName = Literal["mlp", "lenet5", "vgg-small", "resnet8", "resnet20", "transformer-tiny"]
 DatasetName = Literal["digits", "mnist", "fashion-mnist", "idx-dir", "cifar10-dir"]
@@ -23,7 +24,7 @@ DATASET_NAMES: tuple[str, ...] = DatasetName.__args__  # type: ignore[attr-defin
 class Spec(BaseModel):
     """A part of a spec: unknown fields refused, values frozen once validated."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, field_title_generator=field_title)
 
 
 class TrainingConfig(Spec):

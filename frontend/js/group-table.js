@@ -75,16 +75,17 @@ function sortValue(group, column) {
   return column.text(group);
 }
 
-/** Draw the summary of the design points among `runs` (their experiments' groups) in `box`. */
-export async function groupTable(box, runs) {
+/** Draw the summary of the design points among `runs` (their experiments' groups) in `box`;
+ * a shared dashboard passes its `given` groups, whose runs open no other page. */
+export async function groupTable(box, runs, given = null) {
   if (!runs.length) {
     box.replaceChildren();
     return;
   }
   const experiments = [...new Set(runs.map((r) => r.experiment_id))];
   const chosen = new Set(runs.map((r) => r.id));
-  let groups;
-  try {
+  let groups = given;
+  if (!groups) try {
     const all = await getJson(`${API}/runs/groups${query({ experiment_id: experiments })}`);
     groups = all.filter((g) => g.run_ids.some((id) => chosen.has(id)));
   } catch (error) {
@@ -103,6 +104,7 @@ export async function groupTable(box, runs) {
       el("button", { type: "button", class: "sort", text: `${c.label}${c.key === sort.key ? (sort.descending ? " ▼" : " ▲") : ""}`,
         onclick: () => { sort = { key: c.key, descending: c.key === sort.key ? !sort.descending : Boolean(c.num) && !c.lower }; render(); } }))));
     const rows = ordered.map((g) => el("tr", { dataset: { group: g.key } }, COLUMNS.map((c) => {
+      if (c.key === "seeds" && given) return el("td", { class: "num", text: `${g.done} of ${g.run_ids.length}` });
       if (c.key === "seeds") return el("td", { class: "num" }, el("a", { href: `/compare?ids=${g.run_ids.join(",")}`, title: "compare these runs", text: `${g.done} of ${g.run_ids.length}` }));
       return el("td", { class: c.num ? "num" : "", title: c.title ? c.title(g) : undefined }, c.estimate ? estimateCell(c.estimate(g), c) : c.text(g));
     })));

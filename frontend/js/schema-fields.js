@@ -53,7 +53,7 @@ export function objectFields(schemas, name, prefix, { skip = [], values = {} } =
     const nested = refName(raw);
     if (nested && schemas[nested] && schemas[nested].type === "object") {
       nodes.push(el("details", { class: "nested" }, el("summary", { text: raw.title || schemas[nested].title || key }),
-        el("fieldset", { dataset: { path } }, el("legend", { text: schemas[nested].title || key }),
+        el("fieldset", { dataset: { path } }, el("legend", { text: raw.title || schemas[nested].title || key }),
           schemas[nested].description ? el("p", { class: "hint", text: schemas[nested].description }) : null,
           objectFields(schemas, nested, path, { values: values[key] || {} }))));
       continue;
@@ -87,13 +87,14 @@ function readField(wrapper) {
   return text;
 }
 
-/** The values under `prefix` that differ from their defaults, nested like the schema. */
+/** The values under `prefix` that differ from their defaults or were written in the spec the
+ * form was opened from (`data-written`), nested like the schema. */
 export function readChanged(root, prefix) {
   const out = {};
   for (const wrapper of root.querySelectorAll(`.field[data-path^="${prefix}."]`)) {
     const value = readField(wrapper);
     if (value === undefined) continue;
-    if (JSON.stringify(value) === wrapper.dataset.default) continue;
+    if (JSON.stringify(value) === wrapper.dataset.default && wrapper.dataset.written !== "true") continue;
     const parts = wrapper.dataset.path.slice(prefix.length + 1).split(".");
     let node = out;
     for (const part of parts.slice(0, -1)) node = node[part] ??= {};

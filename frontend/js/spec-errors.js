@@ -12,6 +12,7 @@ export function clearErrors(form, box) {
 export function pathsFor(loc, context) {
   const parts = loc.filter((part) => part !== "body");
   const [head, ...rest] = parts;
+  if (context.kept?.has(`${head}.${rest[0]}`)) return []; // a part the form keeps without showing it
   if (head === "techniques") {
     const index = rest.findIndex((part) => context.techniques.includes(part));
     const name = index >= 0 ? rest[index] : context.techniqueNames[rest[0]];

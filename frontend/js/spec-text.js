@@ -1,38 +1,30 @@
-// The spec as YAML or JSON, for copying into a file the CLI submits.
+// A spec as YAML or JSON text and back, read and written as the CLI does (PyYAML's YAML 1.1:
+// `yes` is a boolean, `1e3` a string), with js-yaml (frontend/vendor/README.md).
 
-function yamlScalar(value) {
-  if (value === null || value === undefined) return "null";
-  if (typeof value === "number" || typeof value === "boolean") return String(value);
-  const text = String(value);
-  const plain = /^[A-Za-z_][A-Za-z0-9_.+\- /]*$/.test(text) && !/^(true|false|null|yes|no|on|off|~)$/i.test(text) && !/[:#]\s|\s$/.test(text);
-  return plain ? text : JSON.stringify(text);
-}
+import { COLLECTION_STYLE, YAML11_SCHEMA, dump, load, visit } from "../vendor/js-yaml/js-yaml.js";
 
-function isEmpty(value) {
-  return value && typeof value === "object" && Object.keys(value).length === 0;
-}
-
-export function toYaml(value, indent = "") {
-  if (Array.isArray(value)) {
-    if (!value.length) return " []";
-    return value.map((item) => {
-      if (item && typeof item === "object" && !isEmpty(item)) {
-        const body = toYaml(item, `${indent}  `).replace(/^\n\s*/, "");
-        return `\n${indent}- ${body}`;
-      }
-      return `\n${indent}- ${isEmpty(item) ? (Array.isArray(item) ? "[]" : "{}") : yamlScalar(item)}`;
-    }).join("");
-  }
-  if (value && typeof value === "object") {
-    if (isEmpty(value)) return " {}";
-    return Object.entries(value).map(([key, item]) => {
-      const nested = item && typeof item === "object";
-      return `\n${indent}${yamlScalar(key)}:${nested ? toYaml(item, `${indent}  `) : ` ${yamlScalar(item)}`}`;
-    }).join("");
-  }
-  return ` ${yamlScalar(value)}`;
+/** Lists of plain values on one line (`seeds: [0, 1, 2]`), as the examples write them. */
+function flowScalarLists(documents) {
+  visit(documents, (node) => {
+    if (node.kind === "sequence" && node.items.length && node.items.every((item) => item.kind === "scalar")) node.style = COLLECTION_STYLE.FLOW;
+  });
 }
 
 export function specText(spec, format) {
-  return format === "json" ? JSON.stringify(spec, null, 2) : `${toYaml(spec).replace(/^\n/, "")}\n`;
+  if (format === "json") return JSON.stringify(spec, null, 2);
+  return dump(spec, { schema: YAML11_SCHEMA, lineWidth: -1, transform: flowScalarLists });
+}
+
+/** The spec a YAML or JSON text holds; an Error saying where the text is wrong otherwise. */
+export function parseSpec(text) {
+  let spec;
+  try {
+    spec = load(text, { schema: YAML11_SCHEMA });
+  } catch (error) {
+    throw new Error(`not YAML or JSON: ${error.message}`);
+  }
+  if (!spec || typeof spec !== "object" || Array.isArray(spec)) {
+    throw new Error("a spec is a mapping (name, techniques, accelerators, …), not a single value or a list");
+  }
+  return spec;
 }

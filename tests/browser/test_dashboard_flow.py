@@ -69,9 +69,9 @@ def fill_tiny_experiment(page: Page) -> None:
     page.get_by_label("Model", exact=True).select_option("mlp")
     page.get_by_label("Dataset", exact=True).select_option("digits")
     page.get_by_label("Epochs", exact=True).fill("1")
-    page.get_by_label("Batch Size", exact=True).fill("32")
-    page.get_by_label("Train Samples", exact=True).fill("256")
-    page.get_by_label("Test Samples", exact=True).fill("128")
+    page.get_by_label("Batch size", exact=True).fill("32")
+    page.get_by_label("Train samples", exact=True).fill("256")
+    page.get_by_label("Test samples", exact=True).fill("128")
     # The first technique of the table (by name: ADA-GP) starts checked; this flow runs MERCURY.
     assert page.get_by_label("ADA-GP", exact=True).is_checked()
     page.get_by_label("ADA-GP", exact=True).uncheck()
@@ -123,7 +123,7 @@ def check_validation_messages(page: Page, console: ConsoleLog) -> None:
     assert error.inner_text()
     epochs.fill("1")
     # max_bits below signature_bits: only the server's validator knows; the 422 lands by MERCURY.
-    max_bits = page.get_by_label("Max Bits", exact=True)
+    max_bits = page.get_by_label("Max bits", exact=True)
     max_bits.fill("4")
     mercury_error = page.locator('fieldset[data-path="technique.mercury"] > .error')
     mercury_error.wait_for(timeout=10_000)
@@ -228,6 +228,16 @@ def test_submit_watch_compare_save_and_share(
     wait_for_charts(shared, len(CHARTS))
     check_text_block(shared)
     assert shared.locator("#title").inner_text() == "tiny sweep"
+    # Its summary table as on the compare page, the run counts as text (no page behind a login).
+    shared_summary = shared.locator("#group-summary tbody tr")
+    shared_summary.first.wait_for()
+    assert shared_summary.count() == 3
+    assert sorted(shared.locator("#group-summary tbody td:first-child").all_inner_texts()) == [
+        "baseline",
+        "mercury",
+        "mercury",
+    ]
+    assert shared.locator("#group-summary a").count() == 0
     assert shared.locator("form, nav, a[href='/submit']").count() == 0
     # The shared endpoint, and the public technique table (the charts' colours) and figure
     # declarations (the training curves' panels).

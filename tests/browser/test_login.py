@@ -105,16 +105,24 @@ def test_login_submit_logout(accounts_server: Server, browser: Browser, screensh
     page.locator("#run-table").wait_for()
     page.screenshot(path=screenshots / "11-logged-in.png", full_page=True)
 
-    # 4. Submit a tiny experiment through the form: unsafe requests carry the CSRF token.
+    # 4. Submit a tiny experiment through the form, shared with a team picked by name: unsafe
+    # requests carry the CSRF token.
+    team = page.evaluate(
+        "async () => (await import('/static/js/api.js')).postJson('/api/v1/teams', {name: 'Lab'})"
+    )
     page.get_by_role("link", name="Submit", exact=True).click()
     page.wait_for_selector('#spec-form[data-ready="true"]')
+    picker = page.get_by_label("Share with team")
+    options = picker.locator("option").evaluate_all("os => os.map(o => [o.value, o.text])")
+    assert options == [["", "none (only you)"], [str(team["id"]), "Lab (owner)"]]
+    picker.select_option(label="Lab (owner)")
     page.get_by_label("Experiment name").fill("login tiny")
     page.get_by_label("Model", exact=True).select_option("mlp")
     page.get_by_label("Dataset", exact=True).select_option("digits")
     page.get_by_label("Epochs", exact=True).fill("1")
-    page.get_by_label("Batch Size", exact=True).fill("32")
-    page.get_by_label("Train Samples", exact=True).fill("256")
-    page.get_by_label("Test Samples", exact=True).fill("128")
+    page.get_by_label("Batch size", exact=True).fill("32")
+    page.get_by_label("Train samples", exact=True).fill("256")
+    page.get_by_label("Test samples", exact=True).fill("128")
     page.wait_for_function(
         "() => /^\\d+ runs?/.test(document.getElementById('preview').textContent)"
     )
@@ -122,6 +130,11 @@ def test_login_submit_logout(accounts_server: Server, browser: Browser, screensh
     page.wait_for_url(re.compile(r"/\?experiment_id=\d+"))
     experiment_id = page.url.rsplit("=", 1)[1]
     page.locator(f'tr[data-experiment-id="{experiment_id}"]').wait_for()
+    stored = page.evaluate(
+        "async (id) => (await import('/static/js/api.js')).getJson(`/api/v1/experiments/${id}`)",
+        experiment_id,
+    )
+    assert stored["spec"]["team_id"] == team["id"]
     assert page.locator("#form-errors").count() == 0
     assert unexpected(console) == []
 
@@ -142,8 +155,11 @@ def test_login_submit_logout(accounts_server: Server, browser: Browser, screensh
     page.wait_for_function(
         "() => /too many failed logins/i.test(document.getElementById('login-message').textContent)"
     )
-    # The first refusal after the free failures waits the first delay (30 s, then doubling).
-    assert re.search(r"Try again in 30 seconds \(at \d", alert.inner_text()), alert.inner_text()
+    # The first refusal after the free failures waits the first delay (30 s, then doubling),
+    # counted from the last failure: a second may pass before the page shows it.
+    assert re.search(r"Try again in (29|30) seconds \(at \d", alert.inner_text()), (
+        alert.inner_text()
+    )
 
     # 7. `next` never leaves the site.
     for hostile in ["//example.org/x", "/\\example.org", "https://example.org/"]:

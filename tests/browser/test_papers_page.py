@@ -43,10 +43,17 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
     page.screenshot(path=str(screenshots / "papers-page.png"), full_page=True)
 
     mercury = page.locator("section[data-paper=mercury]")
-    mercury.get_by_role("button", name="submit the mercury miniature").click()
+    button = mercury.get_by_role("button", name="submit the mercury miniature")
+    # Disabled from the click on (the click handler's first step), and still once submitted.
+    assert button.evaluate("b => { b.click(); return b.disabled; }")
     link = mercury.locator("a.submitted")
     link.wait_for()
-    assert "(24 runs)" in mercury.locator(".submit-status").inner_text()
+    assert (
+        "(24 runs). Reload the page to submit it again."
+        in mercury.locator(".submit-status").inner_text()
+    )
+    assert button.is_disabled() and button.inner_text() == "Submitted"
+    mercury.screenshot(path=str(screenshots / "papers-page-submitted.png"))
     experiment_id = int(link.inner_text().removeprefix("experiment #"))
     link.click()
     page.wait_for_url(f"**/experiments/{experiment_id}")

@@ -123,7 +123,7 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     assert not page.get_by_label("SparseTrain", exact=True).is_checked()
     assert page.get_by_label("edge", exact=True).is_checked()
     assert not page.get_by_label("tpu-like", exact=True).is_checked()
-    assert page.get_by_label("Train Samples", exact=True).input_value() == "256"
+    assert page.get_by_label("Train samples", exact=True).input_value() == "256"
     page.wait_for_function("() => /2 runs/.test(document.getElementById('preview').textContent)")
     cloned = page.locator("#spec-text").inner_text()
     assert "signature_bits: 8" in cloned and "train_samples: 256" in cloned

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -38,6 +39,30 @@ def test_link_shows_the_dashboard_without_login(client: TestClient, world: World
     # The page itself is served to anyone with the link.
     page = client.get(link["path"])
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+
+
+def test_link_shows_the_summary_of_the_dashboards_runs_only(
+    client: TestClient, world: World
+) -> None:
+    """The summary table's design points cover the dashboard's runs and no other run of their
+    experiment; each mean is its runs' (here one seed each)."""
+    chosen = [world.baseline_id, next(i for i in world.run_ids if i != world.baseline_id)]
+    dashboard_id = client.post(
+        "/api/v1/dashboards",
+        json={"name": "two runs", "config": {"run_ids": chosen}},
+        headers=world.owner.auth,
+    ).json()["id"]
+    token = client.post(
+        f"/api/v1/dashboards/{dashboard_id}/share-links", headers=world.owner.auth
+    ).json()["token"]
+    groups = client.get(f"/api/v1/shared/{token}").json()["groups"]
+    assert sorted(i for g in groups for i in g["run_ids"]) == sorted(chosen)
+    runs = {r["id"]: r for r in client.get(f"/api/v1/shared/{token}").json()["data"]["runs"]}
+    for group in groups:
+        (run_id,) = group["run_ids"]
+        assert group["technique"] == runs[run_id]["technique"]
+        assert group["speedup"]["mean"] == pytest.approx(runs[run_id]["speedup"])
+        assert group["speedup"]["n"] == 1 and group["done"] == 1
 
 
 def test_token_is_stored_only_as_its_sha256(

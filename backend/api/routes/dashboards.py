@@ -2,8 +2,10 @@
 
 A share link's token is shown once, when it is made; only its SHA-256 is stored, and revoking
 sets `revoked_at`. `GET /shared/{token}` needs no login and returns one dashboard with the data
-of its charts, nothing else: only runs that the link's creator, the dashboard's owner and the
-config's last author may all see (the rule is in `access.py`).
+of its charts and its summary table, nothing else: only runs that the link's creator, the
+dashboard's owner and the config's last author may all see (the rule is in `access.py`). Its
+summary's design points are over the dashboard's runs only (the compare page's take every
+visible seed of the runs' experiments): the link shows no run the dashboard does not.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from backend.api.access import (
 from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
 from backend.api.deps import DbSession
 from backend.api.markdown import render_markdown
+from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters, filtered_runs
+from backend.api.schemas import RunGroup
 from backend.api.security import CurrentUser, hash_token
 from backend.db.models import Dashboard, Run, ShareLink, User
 
@@ -52,7 +56,7 @@ class _In(BaseModel):
 
 
 class DashboardFilters(_In):
-    """The run table's filters, as the /runs query takes them."""
+    """The run table's filters, as the /runs query takes them (a saved filter)."""
 
     experiment_id: list[int] = Field(default_factory=list, max_length=100)
     technique: list[str] = Field(default_factory=list, max_length=50)
@@ -64,6 +68,7 @@ class DashboardFilters(_In):
     param: list[str] = Field(default_factory=list, max_length=50)
     range: list[str] = Field(default_factory=list, max_length=50)
     sort: str = Field("-id", max_length=500)
+    q: str = Field("", max_length=200, description="words to find, as the /runs query's q")
 
 
 class TextBlock(_In):
@@ -146,6 +151,10 @@ class SharedDashboard(BaseModel):
     charts: list[str]
     texts: list[RenderedText]
     data: ChartData
+    groups: list[RunGroup] = Field(
+        description="the summary table: the dashboard's runs by design point (all but the seed "
+        "equal), each metric's mean and 95% interval over their seeds"
+    )
 
 
 def _out(db: Session, user: User, dashboard: Dashboard) -> DashboardOut:
@@ -345,9 +354,12 @@ def shared_dashboard(shared: SharedView, db: DbSession) -> SharedDashboard:
     runs that the link's creator, the dashboard's owner and the config's author may all see."""
     dashboard, viewer = shared
     config = DashboardConfig.model_validate(dashboard.config)
+    run_ids = _run_ids(db, viewer, dashboard.config)
+    only_these = RunFilters(**DashboardFilters().model_dump(), run_id=tuple(run_ids))
     return SharedDashboard(
         name=dashboard.name,
         charts=list(config.charts),
         texts=rendered_texts(dashboard.config),
-        data=chart_data(db, viewer, _run_ids(db, viewer, dashboard.config)),
+        data=chart_data(db, viewer, run_ids),
+        groups=run_groups(db, viewer, only_these) if run_ids else [],
     )

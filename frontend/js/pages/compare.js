@@ -6,6 +6,7 @@ import { chartPicker } from "../chart-picker.js";
 import { CHART_IDS } from "../charts/registry.js";
 import { ShareLinks } from "../share-links.js";
 import { groupTable } from "../group-table.js";
+import { showPageError } from "../page-errors.js";
 import { textEditor } from "../text-blocks.js";
 
 const $ = (id) => document.getElementById(id);
@@ -151,7 +152,7 @@ async function main() {
       if (state.runIds.length) state.data = await getJson(`${API}/chart-data${query({ ids: state.runIds })}`);
     }
   } catch (error) {
-    showError(describe(error));
+    showPageError(describe(error), error);
   }
   textEditor($("text-blocks"), state.texts, () => state.charts);
   chartPicker($("chart-picker"), state.charts, (charts) => {

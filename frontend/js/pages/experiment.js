@@ -5,6 +5,7 @@ import { annotationsEditor } from "../annotations.js";
 import { API, del, describe, getJson, query } from "../api.js";
 import { confirmButton } from "../confirm.js";
 import { el } from "../format.js";
+import { showPageError } from "../page-errors.js";
 import { progressBar } from "../progress.js";
 import { RunTable } from "../run-table.js";
 import { specText } from "../spec-text.js";
@@ -60,7 +61,7 @@ async function main() {
       path: `${API}/experiments/${experimentId}`, tags: experiment.tags, notes: experiment.notes, what: "experiment",
     });
   } catch (error) {
-    document.getElementById("page-errors").textContent = `Cannot show experiment ${experimentId}: ${describe(error)}`;
+    showPageError(`Cannot show experiment ${experimentId}: ${describe(error)}`, error);
     return;
   }
   document.getElementById("clone").href = `/submit?clone=${experimentId}`;

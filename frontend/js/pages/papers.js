@@ -89,19 +89,23 @@ function miniatureLine(spec) {
     + `${spec.seeds.length} seeds, on ${spec.accelerators.join(", ")}.`;
 }
 
+/** Disabled while submitting and once submitted (a second click would run it all again);
+ * enabled again only when the submission failed. */
 function submitButton(paper, status) {
   const button = el("button", { type: "button", class: "primary", text: "Submit miniature", "aria-label": `submit the ${paper.key} miniature` });
   button.addEventListener("click", async () => {
     button.disabled = true;
+    button.textContent = "Submitting…";
     status.replaceChildren("Submitting…");
     try {
       const experiment = await postJson(`${API}/experiments`, paper.miniature);
+      button.textContent = "Submitted";
       status.replaceChildren("Submitted: ", el("a", { href: `/experiments/${experiment.id}`, class: "submitted", text: `experiment #${experiment.id}` }),
-        ` (${experiment.total_runs} runs).`);
+        ` (${experiment.total_runs} runs). Reload the page to submit it again.`);
     } catch (error) {
-      status.replaceChildren(el("span", { class: "failure-reason", text: `Not submitted: ${describe(error)}` }));
-    } finally {
       button.disabled = false;
+      button.textContent = "Submit miniature";
+      status.replaceChildren(el("span", { class: "failure-reason", text: `Not submitted: ${describe(error)}` }));
     }
   });
   return button;

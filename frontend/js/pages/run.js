@@ -9,6 +9,7 @@ import { el, fmtNumber, fmtPercent, fmtSeconds, formatValue } from "../format.js
 import { statusCell } from "../run-table.js";
 import { fmtDuration, progressText } from "../progress.js";
 import { epochFigures, loadFigures } from "../figures.js";
+import { showPageError } from "../page-errors.js";
 import { loadTechniques } from "../techniques.js";
 
 const runId = Number(location.pathname.split("/").pop());
@@ -288,7 +289,7 @@ async function main() {
     await renderLive(run, parts);
     follow(run, parts.baseline);
   } catch (error) {
-    errors.textContent = `Cannot show run ${runId}: ${describe(error)}`;
+    showPageError(`Cannot show run ${runId}: ${describe(error)}`, error);
   }
 }
 

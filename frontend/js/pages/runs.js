@@ -5,6 +5,7 @@ import { el } from "../format.js";
 import { LiveExperiments } from "../live-experiments.js";
 import { FILTERS, RunTable } from "../run-table.js";
 import { columnChooser, groupByControl } from "../run-views.js";
+import { savedFilters } from "../saved-filters.js";
 
 const params = new URLSearchParams(location.search);
 const initialFilters = Object.fromEntries(FILTERS.map((f) => [f.key, params.get(f.key) || ""]).filter(([, v]) => v));
@@ -86,3 +87,11 @@ table.onChange = (t) => {
   if (showGroups) showGroups();
 };
 experiments.load();
+savedFilters(document.getElementById("saved-filters"), {
+  current: () => ({ filters: table.state.filters, sort: table.state.sort }),
+  apply: (filters, sort) => {
+    for (const filter of FILTERS) form.querySelector(`[name=${filter.key}]`).value = [].concat(filters[filter.key] ?? "").join(",");
+    table.state.sort = sort;
+    table.setFilters(filters);
+  },
+});

@@ -1,7 +1,9 @@
-// A dashboard opened through its read-only link: its charts and nothing else.
+// A dashboard opened through its read-only link: its summary table and charts, nothing else.
 
 import { API, describe, getJson } from "../api.js";
 import { drawCharts } from "../chart-panel.js";
+import { groupTable } from "../group-table.js";
+import { showPageError } from "../page-errors.js";
 
 const token = decodeURIComponent(location.pathname.split("/").pop());
 
@@ -12,9 +14,12 @@ async function main() {
     document.getElementById("title").textContent = shared.name;
     const runs = shared.data.runs;
     document.getElementById("run-summary").textContent = `${runs.length} run(s): ${runs.map((r) => `#${r.id}`).join(", ")}`;
-    await drawCharts(document.getElementById("charts"), shared.charts, runs, shared.texts, shared.data.design_points);
+    await Promise.all([
+      groupTable(document.getElementById("group-summary"), runs, shared.groups),
+      drawCharts(document.getElementById("charts"), shared.charts, runs, shared.texts, shared.data.design_points),
+    ]);
   } catch (error) {
-    document.getElementById("page-errors").textContent = describe(error);
+    showPageError(describe(error), error);
   }
 }
 

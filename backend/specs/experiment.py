@@ -6,6 +6,9 @@ the seeds, and optionally a sweep over any numeric or choice field. The sweep's 
 - ``training.<field>`` (e.g. ``training.learning_rate``),
 - ``accelerator.<field>`` and nested ``accelerator.energy.dram`` (applied to every accelerator),
 - ``<technique>.<field>`` (e.g. ``mercury.signature_bits``, applied where that technique runs).
+
+After its trainings an experiment may also run a hardware design search over their stored
+workloads (`search`, backend/specs/design_search.py; run by backend/searches/).
 """
 
 from __future__ import annotations
@@ -132,6 +135,11 @@ class ExperimentSpec(_Spec):
         "dense training on the run's own accelerator with only zero-skipping left on, with its "
         "storage formats (what a technique adds on top of a zero-skipping array)",
     )
+    search: DesignSearch | None = Field(
+        None,
+        description="a hardware design search over the stored workloads of the trainings, run "
+        "once they are done: the fronts of time, energy and area per technique",
+    )
 
     @field_validator("accelerators")
     @classmethod
@@ -148,3 +156,9 @@ class ExperimentSpec(_Spec):
             if not 0 <= seed < 2**31:
                 raise ValueError(f"seed {seed} must be in [0, 2^31)")
         return seeds
+
+
+# The search's spec builds on SweepAxis above, so it is imported once that exists.
+from backend.specs.design_search import DesignSearch  # noqa: E402
+
+ExperimentSpec.model_rebuild()

@@ -13,6 +13,7 @@ workloads (`search`, backend/specs/design_search.py; run by backend/searches/).
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -70,6 +71,20 @@ class SweepAxis(_Spec):
             if self.log and self.low <= 0:
                 raise ValueError("a log interval needs low > 0")
         return self
+
+    def finite_values(self, integer: bool = False) -> list[Scalar]:
+        """The values of a list or range axis (a range includes its stop, within rounding);
+        `integer` rounds ranged values to integers as the axis's own `integer` does."""
+        if self.values is not None:
+            return list(self.values)
+        assert self.start is not None and self.stop is not None and self.step is not None
+        count = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
+        values = [self.start + i * self.step for i in range(count)]
+        return (
+            [round(v) for v in values]
+            if self.integer or integer
+            else [round(v, 12) for v in values]
+        )
 
 
 class Sweep(_Spec):

@@ -425,9 +425,11 @@ class DesignSearchRow(Base):
     """A hardware design search over the stored workloads of an experiment's trainings
     (backend/specs/design_search.py says what is searched; backend/searches/ how it runs).
 
-    `waiting` until every training of the experiment has its workload, then `running` while
-    its chunks are evaluated, then `done` with the merged `result` (fronts per technique, a
-    bounded sample, counts); or `failed` / `cancelled`. Progress is read from its chunks.
+    `waiting` until every training of the experiment has ended, then `running` while its
+    chunks are evaluated, then `done`; or `failed` / `cancelled`. `result` is the merge of the
+    chunks stored so far (worker.sim.design_search.SearchResult's JSON: per technique label the
+    counts, the exact front and the bounded sample), so it is the final answer once done and the
+    answer so far before. Progress is read from the chunk rows.
     """
 
     __tablename__ = "design_searches"
@@ -446,9 +448,12 @@ class DesignSearchRow(Base):
     designs: Mapped[int | None] = mapped_column(BigInteger)  # known once it started
     # The trainings whose stored workloads it evaluates, by technique label (chosen at start).
     trainings: Mapped[dict[str, Any] | None]
-    result: Mapped[dict[str, Any] | None]  # the merged SearchResult, JSON
+    result: Mapped[dict[str, Any] | None]
+    # The searched fields of every design in `result`'s fronts and samples, columnar:
+    # {"index": [...], "fields": {path: [...]}}, rows in the order of "index".
+    design_fields: Mapped[dict[str, Any] | None]
     # Full accelerator configs of the designs on the fronts, by design index (as text): what a
-    # front design becomes when it is turned into runs or saved as a preset.
+    # front design becomes when it is turned into runs or saved as an accelerator.
     front_designs: Mapped[dict[str, Any] | None]
     created_at: Mapped[datetime] = _now_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -462,7 +467,8 @@ class DesignSearchRow(Base):
 class SearchChunk(Base):
     """Designs [start, stop) of a search, evaluated by one Celery task, leased like a training:
     a delivery claims it (`attempts` + 1 is its fencing token), beats while it evaluates, and
-    stores its result only while it still holds the lease (backend/searches/chunks.py)."""
+    merges its result into the search only while it still holds the lease
+    (backend/searches/chunks.py)."""
 
     __tablename__ = "search_chunks"
     __table_args__ = (
@@ -482,9 +488,7 @@ class SearchChunk(Base):
     sends: Mapped[int] = mapped_column(Integer, default=0)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     leased_by: Mapped[str | None] = mapped_column(String(255))
-    error: Mapped[str | None] = mapped_column(Text)
-    result: Mapped[dict[str, Any] | None]  # the ChunkResult, JSON, until merged
-    seconds: Mapped[float | None] = mapped_column(Float)  # evaluation time of the stored result
+    seconds: Mapped[float | None] = mapped_column(Float)  # evaluation time of the merged delivery
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     search: Mapped[DesignSearchRow] = relationship(back_populates="chunks")

@@ -6,17 +6,20 @@ The same fencing as a training's (`backend.delivery.claims`, `backend.delivery.l
   delivery's fencing token. A delivery that finds the chunk done, leased to a live delivery or
   its search over does nothing;
 - while it evaluates, a `ChunkLease` thread renews the heartbeat;
-- the result is stored by an UPDATE conditional on the token (`running` under this attempt),
-  after the search's row is locked: so of two deliveries of one chunk (a worker died and the
-  chunk was taken back, then the first one woke up) exactly one stores, and of two chunks
-  finishing at once exactly one sees the search complete and merges it;
+- the chunk is marked done by an UPDATE conditional on the token (`running` under this
+  attempt), after the search's row is locked, and its result is merged into the search's in
+  the same transaction: so of two deliveries of one chunk (a worker died and the chunk was
+  taken back, then the first one woke up) exactly one is merged, chunks merge one at a time,
+  and the one that leaves no chunk open ends the search;
 - the reconciler takes back a running chunk whose lease expired (`take_back_expired_chunks`):
   queued again to be sent again, or failed with its search once it had its deliveries.
 
-Open choice: the merge (worker/search_jobs.py) happens in the transaction that stores the last
-chunk, under the search's lock, rather than in a task of its own: it is a pass over at most
-(chunks x fronts) points and a bounded sample, and it leaves no window in which every chunk is
-done but no merge is on its way.
+Open choice: each chunk is merged into the search's result as it ends (worker/search_jobs.py),
+rather than every chunk's result kept until a final merge: what is stored stays bounded (the
+fronts and one sample per technique, not a sample per chunk, which for chunks smaller than the
+sample would be every design), the fronts so far can be read while the search runs, and no
+window is left in which every chunk is done but no merge is on its way. The price: chunk merges
+of one search queue on its row lock (each a pass over one sample, tens of milliseconds).
 """
 
 from __future__ import annotations
@@ -132,29 +135,22 @@ def lock_search(db: Session, search_id: int) -> DesignSearchRow | None:
     )
 
 
-def store_chunk(
-    db: Session, chunk: SearchChunk, attempt: int, result: dict[str, object], seconds: float
-) -> bool:
-    """Store the chunk's result if this attempt still holds its lease and its search still
-    runs; the search's row stays locked until the caller commits. False: nothing written."""
-    search = lock_search(db, chunk.search_id)
+def mark_chunk_done(
+    db: Session, chunk_id: int, search_id: int, attempt: int, seconds: float
+) -> DesignSearchRow | None:
+    """Lock the search's row, then mark the chunk done if this attempt still holds its lease
+    and the search still runs: the search, locked until the caller commits (the caller merges
+    the chunk's result into it in the same transaction), or None with nothing written."""
+    search = lock_search(db, search_id)
     if search is None or search.status != "running":
-        return False
-    return bool(
-        db.execute(
-            update(SearchChunk)
-            .where(chunk_lease_held(chunk.id, attempt))
-            .values(
-                status="done",
-                result=result,
-                seconds=seconds,
-                heartbeat_at=None,
-                finished_at=_now(),
-                error=None,
-            )
-            .execution_options(synchronize_session=False)
-        ).rowcount
-    )
+        return None
+    done = db.execute(
+        update(SearchChunk)
+        .where(chunk_lease_held(chunk_id, attempt))
+        .values(status="done", seconds=seconds, heartbeat_at=None, finished_at=_now())
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    return search if done else None
 
 
 def chunks_left(db: Session, search_id: int) -> int:

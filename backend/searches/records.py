@@ -100,7 +100,7 @@ def readiness(db: Session, experiment_id: int) -> Readiness:
     ended = [t for t in trainings if t.status != "done" or t.workload is None]
     if ended:
         names = ", ".join(f"training {t.id} ({t.technique}) {t.status}" for t in ended)
-        return Readiness(failure=f"not every training of the experiment stored its workload: {names}")
+        return Readiness(failure=f"not every training of the experiment stored a workload: {names}")
     first_seed = ExperimentSpec.model_validate(experiment.spec).seeds[0]
     chosen: dict[str, int] = {}
     for training in trainings:

@@ -103,9 +103,7 @@ def _mark_and_send(
         hit = db.execute(
             update(SearchChunk)
             .where(SearchChunk.id == chunk_id, SearchChunk.status == "queued", unsent)
-            .values(
-                task_id=task_id, sent_at=now, sends=SearchChunk.sends + 1 if resend else 1
-            )
+            .values(task_id=task_id, sent_at=now, sends=SearchChunk.sends + 1 if resend else 1)
             .execution_options(synchronize_session=False)
         ).rowcount
         if hit:
@@ -132,9 +130,7 @@ def _mark_and_send(
 
 
 def running_searches(db: Session) -> list[int]:
-    return list(
-        db.scalars(select(DesignSearchRow.id).where(DesignSearchRow.status == "running"))
-    )
+    return list(db.scalars(select(DesignSearchRow.id).where(DesignSearchRow.status == "running")))
 
 
 def start_ready_searches(

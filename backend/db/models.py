@@ -459,6 +459,7 @@ class DesignSearchRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
+    experiment: Mapped[Experiment] = relationship()
     chunks: Mapped[list[SearchChunk]] = relationship(
         back_populates="search", cascade="all, delete-orphan", order_by="SearchChunk.position"
     )

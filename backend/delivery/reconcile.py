@@ -1,7 +1,8 @@
 """The reconciler: take back trainings whose lease expired, send again queued trainings whose
 message is overdue; the same for the chunks of design searches, and start the searches whose
-trainings have all ended (`_reconcile_searches`). It reads the trainings table only, never the broker's storage, so it works
-the same on every transport (Redis, the embedded SQLite broker, any other kombu transport).
+trainings have all ended (`_reconcile_searches`). It reads the database only, never the
+broker's storage, so it works the same on every transport (Redis, the embedded SQLite broker,
+any other kombu transport).
 
 A pass first takes back every `running` training whose worker stopped beating for a lease
 (`backend.delivery.leases`): it is queued and sent again under a new task id, or failed with

@@ -55,7 +55,7 @@ def default_server_url() -> str:
     return f"http://{host}:{settings.api_port}"
 
 
-def _client(url: str | None, token: str | None) -> OrreryClient:
+def client_for(url: str | None, token: str | None) -> OrreryClient:
     return OrreryClient(url or default_server_url(), token=token)
 
 
@@ -64,7 +64,7 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def _call(action: Callable[[], T]) -> T:
+def call(action: Callable[[], T]) -> T:
     """Run a client call, turning server refusals and connection errors into clear messages."""
     try:
         return action()
@@ -104,8 +104,8 @@ def submit(
 ) -> None:
     """Submit an experiment; with --wait, follow its runs until they finish."""
     spec = load_spec(spec_file)
-    with _client(url, token) as client:
-        experiment = _call(lambda: client.submit(spec))
+    with client_for(url, token) as client:
+        experiment = call(lambda: client.submit(spec))
         console.print(
             f"experiment [bold]{experiment['id']}[/] '{experiment['name']}': "
             f"{experiment['total_runs']} runs, {experiment['trainings']} trainings queued"
@@ -137,7 +137,7 @@ def follow(client: OrreryClient, experiment_id: int) -> dict[str, Any]:
                     tasks[run["id"]] = bars.add_task(label, total=1.0, status=run["status"])
                 bars.update(tasks[run["id"]], completed=run["progress"], status=run["status"])
 
-        return _call(lambda: client.wait(experiment_id, on_update=update))
+        return call(lambda: client.wait(experiment_id, on_update=update))
 
 
 def runs(
@@ -158,8 +158,8 @@ def runs(
         "sort": sort,
         "limit": limit,
     }
-    with _client(url, token) as client:
-        page = _call(lambda: client.runs(**filters))
+    with client_for(url, token) as client:
+        page = call(lambda: client.runs(**filters))
     if as_json:
         print_json(page)
         return
@@ -174,8 +174,8 @@ def show(
     token: Token = None,
 ) -> None:
     """One run in full: spec, accelerator, baseline, status, per-layer and per-epoch figures."""
-    with _client(url, token) as client:
-        run = _call(lambda: client.run(run_id))
+    with client_for(url, token) as client:
+        run = call(lambda: client.run(run_id))
     if as_json:
         print_json(run)
         return
@@ -188,19 +188,29 @@ def cancel(
         int | None, typer.Argument(help="experiment whose open runs to cancel")
     ] = None,
     run: Annotated[int | None, typer.Option("--run", help="cancel this one run instead")] = None,
+    search: Annotated[
+        int | None, typer.Option("--search", help="cancel this design search instead")
+    ] = None,
     as_json: Json = False,
     url: ServerUrl = None,
     token: Token = None,
 ) -> None:
-    """Cancel an experiment's queued and running runs, or one run (--run)."""
-    if (experiment_id is None) == (run is None):
-        fail("give an experiment id or --run RUN (one of the two)")
-    with _client(url, token) as client:
+    """Cancel an experiment's open runs and searches, one run (--run), or a search (--search)."""
+    if sum(given is not None for given in (experiment_id, run, search)) != 1:
+        fail("give an experiment id or --run RUN or --search SEARCH (one of them)")
+    with client_for(url, token) as client:
         if run is not None:
-            answer = _call(lambda: client.cancel_run(run))
+            answer = call(lambda: client.cancel_run(run))
             summary = f"run {answer['id']}: {answer['status']}"
+        elif search is not None:
+            answer = call(lambda: client.cancel_search(search))
+            progress = answer["progress"]
+            summary = (
+                f"search {answer['id']}: {answer['status']} after {progress['chunks_done']} of "
+                f"{progress['chunks_total']} chunks"
+            )
         else:
-            answer = _call(lambda: client.cancel(experiment_id))
+            answer = call(lambda: client.cancel(experiment_id))
             summary = f"experiment {answer['id']}: {answer['status']}, {answer['run_counts']}"
     if as_json:
         print_json(answer)
@@ -215,8 +225,8 @@ def retry(
     token: Token = None,
 ) -> None:
     """Re-run a failed or cancelled run as its next attempt (the ended one is kept: `show`)."""
-    with _client(url, token) as client:
-        answer = _call(lambda: client.retry_run(run_id))
+    with client_for(url, token) as client:
+        answer = call(lambda: client.retry_run(run_id))
     if as_json:
         print_json(answer)
     else:
@@ -230,8 +240,8 @@ def compare(
     token: Token = None,
 ) -> None:
     """Each run against its baseline: speedup, energy ratio, accuracy and its change."""
-    with _client(url, token) as client:
-        rows = _call(lambda: client.compare(run_ids))
+    with client_for(url, token) as client:
+        rows = call(lambda: client.compare(run_ids))
     if as_json:
         print_json(rows)
         return
@@ -248,8 +258,8 @@ def export(
     """Export every matching run (with params, times and metrics) to CSV or JSON."""
     if format not in ("csv", "json"):
         fail(f"--format must be csv or json, not '{format}'")
-    with _client(url, token) as client, output.open("wb") as handle:
-        _call(
+    with client_for(url, token) as client, output.open("wb") as handle:
+        call(
             lambda: [
                 handle.write(chunk)
                 for chunk in client.export(format, experiment_id=experiment or [])

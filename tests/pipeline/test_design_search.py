@@ -28,7 +28,7 @@ from tests.conftest import start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING, worker_env
 from worker.jobs import run_training_job
 from worker.search_jobs import run_chunk_job
-from worker.sim.design_search import SearchResult, design_at, design_table, evaluate_chunk, merge
+from worker.sim.design_search import design_at, design_table, evaluate_chunk, merge
 from worker.sim.workload import Workload
 
 SEARCH: dict[str, Any] = {
@@ -169,12 +169,14 @@ def test_chunks_merged_equal_one_evaluation_of_every_design(
     designs = sample["designs"]
     for label, series in sample["techniques"].items():
         workload = search.result["workloads"][label]
-        expected = dict(zip(workload["sample"]["index"], workload["sample"]["figures"]))
-        expected.update(zip(workload["front"]["index"], workload["front"]["figures"]))
+        expected = dict(
+            zip(workload["sample"]["index"], workload["sample"]["figures"], strict=True)
+        )
+        expected.update(zip(workload["front"]["index"], workload["front"]["figures"], strict=True))
         got = {
             designs["index"][row]: [t, e, a]
             for row, t, e, a in zip(
-                series["row"], series["time_s"], series["energy_j"], series["area_mm2"]
+                series["row"], series["time_s"], series["energy_j"], series["area_mm2"], strict=True
             )
         }
         assert got == expected

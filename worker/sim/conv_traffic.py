@@ -676,7 +676,7 @@ class _PositionTable:
         return self._pairs[key]
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=65536)
 def _position_table(g: _Rows, tile: int | None) -> _PositionTable:
     return _PositionTable(g, tile)
 
@@ -703,7 +703,7 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct, counts.astype(np.int64)
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=65536)
 def _offset_plan(g: _Rows, tile: int | None) -> _OffsetPlan:
     off = _offset_tiles(g, tile)
     count, width = len(off.start), g.kernel_h * g.kernel_h

@@ -315,6 +315,16 @@ def _fold_order(
     return orders[(operand, dataflow)]
 
 
+@lru_cache(maxsize=4096)
+def _tensor_rows(conv: ConvGeometry) -> tuple[int, int, int]:
+    """(rows any window touches, rows of the tensor, words per row) of one group's operand."""
+    g = _rows_geometry(conv)
+    image_rows_read = {
+        oh * g.stride - g.pad + r for oh in range(g.out_h) for r in range(g.kernel_h)
+    } & set(range(g.height))
+    return g.batch * g.channels * len(image_rows_read), g.batch * g.channels * g.height, g.width
+
+
 @lru_cache(maxsize=512)
 def fold_rows(
     conv: ConvGeometry, pass_: TrainingPass, dataflow: int, rows: int, cols: int
@@ -322,17 +332,8 @@ def fold_rows(
     """The rows of the pass's im2col operand (FWD A, BWD-WEIGHT B, BWD-DATA C) fold by fold."""
     g = _rows_geometry(conv)
     outer, inner = _fold_order(pass_, dataflow, rows, cols, conv.out_channels // conv.groups)
-    image_rows_read = {
-        oh * g.stride - g.pad + r for oh in range(g.out_h) for r in range(g.kernel_h)
-    } & set(range(g.height))
-    return FoldRows(
-        geometry=g,
-        outer=outer,
-        inner=inner,
-        touched=g.batch * g.channels * len(image_rows_read),
-        image_rows=g.batch * g.channels * g.height,
-        row_words=g.width,
-    )
+    touched, image_rows, row_words = _tensor_rows(conv)
+    return FoldRows(g, outer, inner, touched, image_rows, row_words)
 
 
 def _fold_counts(many: list[FoldRows]) -> list[FoldCounts]:
@@ -502,13 +503,6 @@ _HALF_OF_PASS = {
 }
 
 
-def _fits(folds: FoldRows, op: GemmOp, half_words: float) -> bool:
-    """Whether the operand's tensor fits one SRAM half (the rows `output_traffic` or
-    `input_reads` hold): its traffic needs no per-fold count."""
-    held = folds.image_rows if op.pass_ is TrainingPass.BWD_DATA else folds.touched
-    return _fit_one_half(held, folds.row_words, half_words)
-
-
 def with_tensor_traffic(
     traffic: DramTraffic,
     ops: list[GemmOp],
@@ -520,7 +514,9 @@ def with_tensor_traffic(
     half_words: dict[str, np.ndarray],
 ) -> DramTraffic:
     """`traffic` (configs x GEMMs, im2col convention) with the real-tensor counts put in for the
-    configs flagged in `tensor` and the GEMMs that carry a supported convolution geometry."""
+    configs flagged in `tensor` and the GEMMs that carry a supported convolution geometry:
+    per GEMM, every config at once (moved_rows); the same numbers as input_reads and
+    output_traffic of each config's FoldRows."""
     shape = on_array.shape
 
     def writable(values: np.ndarray) -> np.ndarray:
@@ -528,27 +524,34 @@ def with_tensor_traffic(
 
     ifmap, filt = writable(traffic.ifmap_reads), writable(traffic.filter_reads)
     ofmap_reads, ofmap_writes = writable(traffic.ofmap_reads), writable(traffic.ofmap_writes)
-    configs = np.flatnonzero(tensor.reshape(-1))
-    todo = [
-        (i, p, fold_rows(op.conv, op.pass_, int(df[p, 0]), int(rows[p, 0]), int(cols[p, 0])))
-        for i, op in enumerate(ops)
-        if supports_tensor_traffic(op.conv)
-        for p in configs
-        if on_array[p, i]
-    ]
-    half = [
-        (i, p, folds, float(half_words[_HALF_OF_PASS[ops[i].pass_]][p, 0])) for i, p, folds in todo
-    ]
-    count_folds([folds for i, p, folds, words in half if not _fits(folds, ops[i], words)])
-    for i, p, folds, words in half:
-        if ops[i].pass_ is TrainingPass.FWD:
-            ifmap[p, i] = min(ifmap[p, i], input_reads(folds, words))
-        elif ops[i].pass_ is TrainingPass.BWD_WEIGHT:
-            filt[p, i] = min(filt[p, i], input_reads(folds, words))
-        else:
-            writes, reads = output_traffic(folds, words)
-            if writes + reads < ofmap_writes[p, i] + ofmap_reads[p, i]:
-                ofmap_writes[p, i], ofmap_reads[p, i] = writes, reads
+    flagged = tensor.reshape(-1)
+    for i, op in enumerate(ops):
+        if not supports_tensor_traffic(op.conv):
+            continue
+        p = np.flatnonzero(flagged & on_array[:, i])
+        if not len(p):
+            continue
+        touched, image_rows, w = _tensor_rows(op.conv)
+        half = half_words[_HALF_OF_PASS[op.pass_]][p, 0]
+        output = op.pass_ is TrainingPass.BWD_DATA
+        fits = (image_rows if output else touched) * w <= half
+        moved = np.zeros(len(p), dtype=np.int64)
+        spill = np.flatnonzero(~fits)
+        if len(spill):
+            q = p[spill]
+            moved[spill] = moved_rows(
+                op.conv, op.pass_, df[q, 0], rows[q, 0], cols[q, 0], half[spill] // w
+            )
+        if not output:
+            reads = np.where(fits, touched, moved) * w
+            target = ifmap if op.pass_ is TrainingPass.FWD else filt
+            target[p, i] = np.minimum(target[p, i], reads.astype(np.float64))
+            continue
+        writes = np.where(fits, image_rows, moved + image_rows - touched) * w
+        reads = np.where(fits, 0, moved - touched) * w
+        better = writes + reads < ofmap_writes[p, i] + ofmap_reads[p, i]
+        ofmap_writes[p[better], i] = writes[better]
+        ofmap_reads[p[better], i] = reads[better]
     return DramTraffic(
         ifmap_reads=ifmap,
         filter_reads=filt,
@@ -574,3 +577,310 @@ def tensor_traffic_notes(ops: list[GemmOp]) -> list[str]:
     if dilated:
         notes.append("dilated convolutions moved im2col matrices: " + ", ".join(dilated))
     return notes
+
+
+# Counting for many accelerators at once (what with_tensor_traffic runs; the FoldRows path above
+# is the per-GEMM reference the tests hold it to).
+#
+# A fold (position tile p, offset tile q) touches, per channel piece of q, the input rows of p's
+# output rows through that piece's kernel rows [r0, r1]; channels are alike, so
+#     rows(p, q) = C[q] . F[p]
+# with C[q] the count of q's pieces per kernel-row interval (its first and last channel's pieces,
+# and its whole kernels) and F[p] the rows of tile p per interval. Consecutive folds share, with
+# the same offset tile, C[q] . G[p] (G: per interval, the rows tiles p and p' share); with
+# different offset tiles, only the channel both hold (at most one), through each one's kernel
+# rows. Offset tiles take few distinct C (their starts modulo one kernel), so every transition of
+# a sequence is listed once per distinct (C[q], p) with its multiplicity, not once per fold. The
+# rows a sequence keeps across transitions are a sum of shared rows over transitions whose
+# "before" fits an SRAM half: per config, a search in the transitions sorted by "before".
+
+
+def _common_rows(
+    g: _Rows, ta: np.ndarray, ra: np.ndarray, tb: np.ndarray, rb: np.ndarray
+) -> np.ndarray:
+    """Rows common to (position tile ta, kernel rows ra) and (tb, rb), element by element:
+    tiles as (4, n) arrays (n0, a0, n1, b1), kernel rows as (2, n) arrays (r0, r1)."""
+    n = ta.shape[1]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    geometry = [np.full(n, v, dtype=np.int64) for v in (g.out_h, g.height, g.stride, g.pad)]
+    pairs = _Pairs(np.arange(n), *ta, *ra, *tb, *rb, np.ones(n, dtype=np.int64), *geometry)
+    return _count_pairs(pairs, n)
+
+
+def _intervals(g: _Rows) -> np.ndarray:
+    """Every kernel-row interval [r0, r1] as a (2, I) array; interval slot r0 * R + r1."""
+    r0, r1 = np.triu_indices(g.kernel_h)
+    return np.stack([r0, r1]).astype(np.int64)
+
+
+def _slot(g: _Rows, rows: np.ndarray) -> np.ndarray:
+    return rows[0] * g.kernel_h + rows[1]
+
+
+class _PositionTable:
+    """Per position tile p and kernel-row interval: the rows p touches (F), the rows p and p + 1
+    share (G), and the rows the last and the first tile share per pair of intervals (X); other
+    pairs of intervals on demand (`pair`)."""
+
+    def __init__(self, g: _Rows, tile: int | None) -> None:
+        self.g = g
+        self.tiles = _position_tiles(g, tile).n0_a0_n1_b1
+        count = self.tiles.shape[1]
+        intervals = _intervals(g)
+        width = g.kernel_h * g.kernel_h
+        slots = _slot(g, intervals)
+        self.F = self._grid(np.arange(count), np.arange(count), intervals, slots, width)
+        self.G = self._grid(np.arange(count - 1), np.arange(1, count), intervals, slots, width)
+        last, first = np.array([count - 1]), np.array([0])
+        ia, ib = np.meshgrid(np.arange(len(slots)), np.arange(len(slots)), indexing="ij")
+        x = _common_rows(
+            g,
+            self.tiles[:, last.repeat(ia.size)],
+            intervals[:, ia.ravel()],
+            self.tiles[:, first.repeat(ia.size)],
+            intervals[:, ib.ravel()],
+        )
+        self.X = np.zeros((width, width), dtype=np.int64)
+        self.X[slots[ia.ravel()], slots[ib.ravel()]] = x
+        self._pairs: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def _grid(
+        self, pa: np.ndarray, pb: np.ndarray, intervals: np.ndarray, slots: np.ndarray, width: int
+    ) -> np.ndarray:
+        out = np.zeros((len(pa), width), dtype=np.int64)
+        if len(pa):
+            n = len(slots)
+            counts = _common_rows(
+                self.g,
+                self.tiles[:, pa.repeat(n)],
+                np.tile(intervals, len(pa)),
+                self.tiles[:, pb.repeat(n)],
+                np.tile(intervals, len(pa)),
+            )
+            out[:, slots] = counts.reshape(len(pa), n)
+        return out
+
+    def pair(self, step: int, sa: int, sb: int) -> np.ndarray:
+        """Rows common to (p, interval slot sa) and (p + step, slot sb), per p."""
+        key = (step, sa, sb)
+        if key not in self._pairs:
+            count = self.tiles.shape[1] - step
+            p = np.arange(max(count, 0))
+            r = self.g.kernel_h
+            ra = np.array([[sa // r], [sa % r]]).repeat(len(p), axis=1)
+            rb = np.array([[sb // r], [sb % r]]).repeat(len(p), axis=1)
+            self._pairs[key] = _common_rows(
+                self.g, self.tiles[:, p], ra, self.tiles[:, p + step], rb
+            )
+        return self._pairs[key]
+
+
+@lru_cache(maxsize=65536)
+def _position_table(g: _Rows, tile: int | None) -> _PositionTable:
+    return _PositionTable(g, tile)
+
+
+@dataclass(frozen=True)
+class _OffsetPlan:
+    """The offset tiles of one tile size: each tile's pieces per interval slot (C, distinct rows
+    `patterns` with their multiplicity), and the transitions between consecutive tiles that
+    share a channel (each with the before tile's C row, the shared channel's interval slot in
+    either tile, and its multiplicity), and the wrap from the last tile to the first."""
+
+    C: np.ndarray  # (Q, I)
+    patterns: np.ndarray  # (distinct, I)
+    pattern_count: np.ndarray
+    moves: np.ndarray  # (distinct, I + 2): C of the tile before, slot in it, slot in the next
+    move_count: np.ndarray
+    wrap: tuple[int, int] | None  # the channel shared by the last and the first tile (slots)
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.int64)
+    distinct, counts = np.unique(rows, axis=0, return_counts=True)
+    return distinct, counts.astype(np.int64)
+
+
+@lru_cache(maxsize=65536)
+def _offset_plan(g: _Rows, tile: int | None) -> _OffsetPlan:
+    off = _offset_tiles(g, tile)
+    count, width = len(off.start), g.kernel_h * g.kernel_h
+    first, last = off.first_channel, off.last_channel
+    tiles = np.arange(count)
+    C = np.zeros((count, width), dtype=np.int64)
+    np.add.at(C, (tiles, _slot(g, _kernel_rows(g, off.start, off.end, first))), 1)
+    split = last > first
+    last_slot = _slot(g, _kernel_rows(g, off.start, off.end, last))
+    np.add.at(C, (tiles[split], last_slot[split]), 1)
+    C[:, g.kernel_h - 1] += np.maximum(last - first - 1, 0)  # whole kernels: slot of [0, R-1]
+
+    def shared_channel(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        channel = np.maximum(first[a], first[b])
+        common = channel <= np.minimum(last[a], last[b])
+        sa = _slot(g, _kernel_rows(g, off.start[a], off.end[a], channel))
+        sb = _slot(g, _kernel_rows(g, off.start[b], off.end[b], channel))
+        return common, sa, sb
+
+    a, b = tiles[:-1], tiles[1:]
+    common, sa, sb = shared_channel(a, b)
+    moves = np.concatenate([C[a], sa[:, None], sb[:, None]], axis=1)[common]
+    wrap = None
+    if count > 1:
+        w_common, w_sa, w_sb = shared_channel(np.array([count - 1]), np.array([0]))
+        wrap = (int(w_sa[0]), int(w_sb[0])) if w_common[0] else None
+    return _OffsetPlan(C, *_distinct_rows(C), *_distinct_rows(moves), wrap)
+
+
+def _held_sums(
+    values: list[np.ndarray], weights: list[np.ndarray], row: np.ndarray, threshold: np.ndarray
+) -> np.ndarray:
+    """Per query: the sum of the weights of row `row[j]` whose value is at most `threshold[j]`."""
+    if len(row) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lengths = np.array([len(v) for v in values])
+    flat_values = np.concatenate(values) if values else np.zeros(0, np.int64)
+    flat_weights = np.concatenate(weights) if weights else np.zeros(0, np.int64)
+    span = int(flat_values.max()) + 2 if len(flat_values) else 2
+    owner = np.repeat(np.arange(len(values)), lengths)
+    keys = owner * span + flat_values
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    cumulative = np.concatenate([[0], np.cumsum(flat_weights[order])])
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    query = row * span + np.clip(threshold, -1, span - 2)
+    end = np.searchsorted(keys, query, side="right")
+    return cumulative[end] - cumulative[starts[row]]
+
+
+def moved_rows(
+    conv: ConvGeometry,
+    pass_: TrainingPass,
+    dataflow: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    half_rows: np.ndarray,
+) -> np.ndarray:
+    """Rows of the pass's im2col operand moved over all folds (FoldCounts.moved), per config:
+    `half_rows` is the number of whole rows one SRAM half holds (half words // row words)."""
+    g = _rows_geometry(conv)
+    filters = conv.out_channels // conv.groups
+    out = np.zeros(len(rows), dtype=np.int64)
+    for flow in np.unique(dataflow):
+        where = np.flatnonzero(dataflow == flow)
+        outer, inner = _fold_order(pass_, int(flow), 1, 1, filters)
+        out[where] = _moved_one_order(
+            g, outer[0], inner[0], filters, rows[where], cols[where], half_rows[where]
+        )
+    return out
+
+
+def _moved_one_order(
+    g: _Rows,
+    outer: str,
+    inner: str,
+    filters: int,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    half_rows: np.ndarray,
+) -> np.ndarray:
+    """moved_rows for configs that share the fold order (outer, inner): the inner dimension is
+    tiled by the array's rows, the outer by its columns (SCALE-Sim's order)."""
+    pos_tile = np.where(inner == POS, rows, cols) if POS in (outer, inner) else None
+    off_tile = np.where(inner == OFF, rows, cols) if OFF in (outer, inner) else None
+    rep = "outer" if outer == REP else "inner" if inner == REP else None
+    k = ceil_div(filters, cols if rep == "outer" else rows) if rep else np.ones_like(rows)
+    by_positions = outer == POS and inner == OFF  # position tiles outer, offset tiles inner
+    tiles = np.stack(
+        [
+            np.full(len(rows), -1) if pos_tile is None else pos_tile,
+            np.full(len(rows), -1) if off_tile is None else off_tile,
+        ],
+        axis=1,
+    )
+    distinct, which = np.unique(tiles, axis=0, return_inverse=True)
+    values: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    totals = []
+    for p_tile, o_tile in distinct.tolist():
+        table = _position_table(g, None if p_tile < 0 else p_tile)
+        plan = _offset_plan(g, None if o_tile < 0 else o_tile)
+        steps, extra, total = _sequence(table, plan, rep, by_positions)
+        values += [steps[0], extra[0]]
+        weights += [steps[1], extra[1]]
+        totals.append(total)
+    which = which.reshape(-1)
+    first_row = 2 * which
+    kept_steps = _held_sums(values, weights, first_row, half_rows)
+    kept_extra = _held_sums(values, weights, first_row + 1, half_rows)
+    total = np.asarray(totals, dtype=np.int64)[which]
+    if rep == "outer":
+        return k * total - k * kept_steps - (k - 1) * kept_extra
+    if rep == "inner":
+        return k * total - kept_steps - (k - 1) * kept_extra
+    return total - kept_steps
+
+
+def _sequence(
+    table: _PositionTable, plan: _OffsetPlan, rep: str | None, by_positions: bool
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], int]:
+    """One pass over the folds (offset tiles outer and position tiles inner, or the reverse):
+    its transitions as (before, shared x multiplicity) items, the extra transitions of a
+    repeated sequence (the wrap from the last fold to the first, or each fold after itself) as
+    items, and the rows of all folds."""
+    F, G, X = table.F, table.G, table.X
+    positions = F.shape[0]
+    rows_of = plan.patterns @ F.T  # (patterns, P)
+    total = int(plan.C.sum(axis=0) @ F.sum(axis=0))
+    width = F.shape[1]
+    before_moves = plan.moves[:, :width]
+    move_sa, move_sb = plan.moves[:, width], plan.moves[:, width + 1]
+    if not by_positions:
+        # Within an offset tile: p -> p + 1. Between offset tiles: (q, last p) -> (q + 1, 0).
+        within_before = rows_of[:, :-1]
+        within_shared = (plan.patterns @ G.T) * plan.pattern_count[:, None]
+        cross_before = before_moves @ F[-1]
+        cross_shared = X[move_sa, move_sb] * plan.move_count
+        steps = (
+            np.concatenate([within_before.ravel(), cross_before]),
+            np.concatenate([within_shared.ravel(), cross_shared]),
+        )
+    else:
+        # Within a position tile: q -> q + 1 (their shared channel).
+        # Between: (p, last q) -> (p + 1, 0).
+        inner_before = before_moves @ F.T  # (moves, P)
+        inner_shared = (
+            np.array(
+                [table.pair(0, int(sa), int(sb)) for sa, sb in zip(move_sa, move_sb, strict=True)],
+                dtype=np.int64,
+            ).reshape(len(move_sa), positions)
+            * plan.move_count[:, None]
+        )
+        last_C = plan.C[-1]
+        cross_before = (last_C @ F.T)[:-1]
+        if len(plan.C) == 1:
+            cross_shared = G @ last_C
+        elif plan.wrap is not None:
+            cross_shared = table.pair(1, *plan.wrap)
+        else:
+            cross_shared = np.zeros(positions - 1, dtype=np.int64)
+        steps = (
+            np.concatenate([inner_before.ravel(), cross_before]),
+            np.concatenate([inner_shared.ravel(), cross_shared]),
+        )
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if rep == "inner":  # each fold after itself: all its rows
+        extra = (rows_of.ravel(), (rows_of * plan.pattern_count[:, None]).ravel())
+    elif rep == "outer":  # the last fold (last q, last p) back to the first (0, 0)
+        last_rows = int(plan.C[-1] @ F[-1])
+        if len(plan.C) == 1:
+            shared = int(plan.C[0] @ np.diag(X)) if positions > 1 else last_rows
+        elif plan.wrap is not None:
+            shared = int(X[plan.wrap])
+        else:
+            shared = 0
+        extra = (np.array([last_rows]), np.array([shared]))
+    else:
+        extra = empty
+    return steps, extra, total

@@ -324,3 +324,44 @@ def test_search_with_a_real_worker_and_a_front_design_as_runs(
     assert twice.status_code == 422 and twice.json()["detail"][0]["loc"] == ["body", "name"]
     off_front = api.post(f"/api/v1/searches/{search['id']}/designs/100000/runs")
     assert off_front.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("search", "loc", "reason"),
+    [
+        # The spec checks its parameters together: the search's loc, the message names it.
+        ({"parameters": {"accelerator.rows": {"values": [8]}}}, ["search"], "'accelerator.rows'"),
+        ({"parameters": {"rows": {"values": [0]}}}, ["search"], "parameter 'rows'"),
+        ({"mode": "grid", "parameters": {"rows": {"start": 1, "stop": 1024, "step": 1},
+          "cols": {"start": 1, "stop": 1024, "step": 1}}}, ["search"], "at most 1,000,000"),
+        ({"samples": 2_000_000}, ["search", "samples"], "1000000"),
+        ({"chunk_size": 0}, ["search", "chunk_size"], "greater than or equal to 1"),
+        ({"sample_size": 20_001}, ["search", "sample_size"], "20000"),
+        ({"objectives": ["time"]}, ["search", "objectives"], "at least 2"),
+        ({"constraints": {"area_mm2_max": -1}}, ["search", "constraints", "area_mm2_max"], "0"),
+        ({"base": "no-such-preset"}, ["search", "base"], "unknown preset"),
+    ],
+)  # fmt: skip
+def test_a_bad_search_is_refused_naming_the_field(
+    api: TestClient, search: dict[str, Any], loc: list[str], reason: str
+) -> None:
+    refused = api.post("/api/v1/experiments", json={**SPEC, "search": {**SEARCH, **search}})
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["detail"][0]
+    assert [str(part) for part in error["loc"]][1 : 1 + len(loc)] == loc, error
+    assert reason in error["msg"], error
+    assert api.get("/api/v1/experiments").json()["total"] == 0
+
+
+def test_a_search_needs_one_training_per_technique_set(api: TestClient) -> None:
+    swept = {**SPEC, "sweep": {"parameters": {"training.learning_rate": {"values": [0.1, 0.2]}}}}
+    refused = api.post("/api/v1/experiments", json=swept)
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["loc"] == ["body", "search"]
+    assert "training.learning_rate" in refused.json()["detail"][0]["msg"]
+    plain = api.post("/api/v1/experiments", json={**swept, "search": None}).json()
+    later = api.post(f"/api/v1/experiments/{plain['id']}/searches", json=SEARCH)
+    assert later.status_code == 422 and "training.learning_rate" in later.text
+    bad_body = api.post(f"/api/v1/experiments/{plain['id']}/searches", json={**SEARCH, "seed": -1})
+    assert bad_body.status_code == 422
+    assert bad_body.json()["detail"][0]["loc"] == ["body", "seed"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from typing import Any
 
 from celery import Task
 from sqlalchemy import select
@@ -73,16 +74,17 @@ def ping() -> dict[str, object]:
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
-@app.task(
-    name=TaskName.TRAIN,
-    bind=True,
-    # A database that is briefly away (restart, failover) is worth waiting for.
-    autoretry_for=(OperationalError,),
-    retry_backoff=2,
-    retry_backoff_max=120,
-    retry_jitter=True,
-    max_retries=8,
-)
+# A database that is briefly away (restart, failover) is worth waiting for.
+DATABASE_RETRIES: dict[str, Any] = {
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": 2,
+    "retry_backoff_max": 120,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
+
+
+@app.task(name=TaskName.TRAIN, bind=True, **DATABASE_RETRIES)
 def train(self: Task, training_id: int) -> dict[str, object]:
     """Train one training, store its workload and epochs, simulate each of its runs."""
 
@@ -108,15 +110,7 @@ def train(self: Task, training_id: int) -> dict[str, object]:
     return {"training_id": training_id, "status": status}
 
 
-@app.task(
-    name=TaskName.SEARCH_CHUNK,
-    bind=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=2,
-    retry_backoff_max=120,
-    retry_jitter=True,
-    max_retries=8,
-)
+@app.task(name=TaskName.SEARCH_CHUNK, bind=True, **DATABASE_RETRIES)
 def search_chunk(self: Task, chunk_id: int) -> dict[str, object]:
     """Evaluate one chunk of a design search and merge it into the search's result."""
     settings = get_settings()

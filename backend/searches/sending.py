@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from backend.db.models import DesignSearchRow, SearchChunk
 from backend.delivery.queue import TaskName
-from backend.delivery.send import SEND_RETRY_POLICY, BrokerUnavailable
+from backend.delivery.send import BrokerUnavailable, send_marked
 from backend.searches.records import (
     begin_search,
     fail_search,
@@ -36,17 +36,6 @@ from backend.searches.records import (
 )
 
 log = logging.getLogger("orrery.searches")
-
-
-def _send(celery: Celery, name: str, target_id: int, task_id: str) -> None:
-    celery.send_task(
-        name,
-        args=[target_id],
-        task_id=task_id,
-        retry=True,
-        retry_policy=SEND_RETRY_POLICY,
-        ignore_result=True,
-    )
 
 
 def _in_flight(search_id: int):  # type: ignore[no-untyped-def]
@@ -109,21 +98,17 @@ def _mark_and_send(
         if hit:
             marked.append((chunk_id, task_id))
     db.commit()
-    sent: list[int] = []
-    for chunk_id, task_id in marked:
-        try:
-            _send(celery, TaskName.SEARCH_CHUNK, chunk_id, task_id)
-        except Exception as exc:  # kombu raises many connection error types
-            unsent_ids = [i for i, _ in marked if i not in sent]
-            db.execute(
-                update(SearchChunk)
-                .where(SearchChunk.id.in_(unsent_ids), SearchChunk.status == "queued")
-                .values(sent_at=None, sends=0)
-                .execution_options(synchronize_session=False)
-            )
-            db.commit()
-            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
-        sent.append(chunk_id)
+
+    def unmark(unsent: list[int]) -> None:
+        db.execute(
+            update(SearchChunk)
+            .where(SearchChunk.id.in_(unsent), SearchChunk.status == "queued")
+            .values(sent_at=None, sends=0)
+            .execution_options(synchronize_session=False)
+        )
+        db.commit()
+
+    sent = send_marked(celery, TaskName.SEARCH_CHUNK, marked, unmark)
     if sent:
         log.info("sent search chunks %s", sent)
     return sent

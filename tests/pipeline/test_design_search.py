@@ -204,6 +204,9 @@ def test_a_chunk_delivered_twice_is_merged_once(
     url = pg_settings.effective_database_url
     terms = LeaseTerms(lease_seconds=60, max_attempts=3)
     first, *others = chunk_ids(url, trained_search)
+    experiment_id = api.get(f"/api/v1/searches/{trained_search}").json()["experiment_id"]
+    refused = api.delete(f"/api/v1/experiments/{experiment_id}")
+    assert refused.status_code == 409 and "design search(es) under way" in refused.text
     # A delivery claims the first chunk, then its worker dies.
     with session_scope(url) as db:
         dead = claim_chunk(db, first, "dead", terms)
@@ -253,8 +256,10 @@ def test_cancel_stops_a_search(api: TestClient, pg_settings: Settings, trained_s
     assert search["status"] == "cancelled"
     assert search["progress"]["designs_evaluated"] == 25
     assert search["techniques"]["baseline"]["evaluated"] == 25
-    # Cancelling again, or the experiment, changes nothing more.
     assert api.post(f"/api/v1/searches/{trained_search}/cancel").json()["status"] == "cancelled"
+    # Over, it goes with its experiment.
+    assert api.delete(f"/api/v1/experiments/{search['experiment_id']}").status_code == 204
+    assert api.get(f"/api/v1/searches/{trained_search}").status_code == 404
 
 
 def test_search_with_a_real_worker_and_a_front_design_as_runs(

@@ -89,7 +89,7 @@ def design_table(search: DesignSearch, start: int, stop: int) -> dict[str, np.nd
     """The searched fields of designs [start, stop): per path an array (int64 for integer
     fields, float64 for the others, the value itself for choice fields, an object array)."""
     if not 0 <= start <= stop <= search.design_count:
-        raise ValueError(f"designs [{start}, {stop}) are not within 0..{search.design_count}")
+        raise ValueError(f"designs [{start}, {stop}) are not within [0, {search.design_count})")
     base = search.base_config
     grid_axes = search.grid_axes
     grid = search.grid_size

@@ -496,6 +496,9 @@ def output_traffic(folds: FoldRows, half_words: float) -> tuple[float, float]:
     return float((written + untouched) * w), float((written - folds.touched) * w)
 
 
+# From this many configs of one GEMM on, moved_rows counts them together (the same numbers).
+BATCHED_FROM = 32
+
 _HALF_OF_PASS = {
     TrainingPass.FWD: "ifmap",
     TrainingPass.BWD_WEIGHT: "filter",
@@ -515,8 +518,8 @@ def with_tensor_traffic(
 ) -> DramTraffic:
     """`traffic` (configs x GEMMs, im2col convention) with the real-tensor counts put in for the
     configs flagged in `tensor` and the GEMMs that carry a supported convolution geometry:
-    per GEMM, every config at once (moved_rows); the same numbers as input_reads and
-    output_traffic of each config's FoldRows."""
+    per GEMM, every config at once (moved_rows), or, below BATCHED_FROM configs, each config's
+    FoldRows (input_reads, output_traffic): the same numbers."""
     shape = on_array.shape
 
     def writable(values: np.ndarray) -> np.ndarray:
@@ -537,11 +540,16 @@ def with_tensor_traffic(
         fits = (image_rows if output else touched) * w <= half
         moved = np.zeros(len(p), dtype=np.int64)
         spill = np.flatnonzero(~fits)
-        if len(spill):
-            q = p[spill]
+        q = p[spill]
+        if len(spill) >= BATCHED_FROM:
             moved[spill] = moved_rows(
                 op.conv, op.pass_, df[q, 0], rows[q, 0], cols[q, 0], half[spill] // w
             )
+        elif len(spill):  # a few configs: fold by fold costs less than setting up the batch
+            moved[spill] = [
+                fold_rows(op.conv, op.pass_, int(f), int(r), int(c)).counts.moved(w, float(h))
+                for f, r, c, h in zip(df[q, 0], rows[q, 0], cols[q, 0], half[spill], strict=True)
+            ]
         if not output:
             reads = np.where(fits, touched, moved) * w
             target = ifmap if op.pass_ is TrainingPass.FWD else filt

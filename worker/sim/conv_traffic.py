@@ -37,6 +37,11 @@ Residency (per operand, per SRAM half of S words):
 These are the same rules for reads of the input and for dX; tests/sim/test_conv_traffic.py checks
 the counts against a fold-by-fold loop over the real elements of the tensors.
 
+Two ways to the same counts: FoldRows lists one config's folds and transitions (the reference,
+used for a few configs); moved_rows counts many configs of one GEMM at once, from per-tile-size
+tables of rows per kernel-row interval and the offset tiles' few distinct patterns (below,
+"Counting for many accelerators at once"); tests/sim/test_design_search.py holds them equal.
+
 Open choices, stated: whole rows move (columns a tile does not need come along: a row is the
 transfer unit); a fold's own rows are assumed to fit its half while it runs; dilation > 1 is not
 modelled (such convolutions keep the im2col convention, and the simulation says so). Whole rows

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from backend.specs.accelerator import PRESETS, AcceleratorConfig
+from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
 from backend.specs.experiment import Scalar, SweepAxis
 
 # The hardware fields a search may vary (dotted paths into AcceleratorConfig).
@@ -145,8 +145,7 @@ class DesignSearch(_Spec):
     @field_validator("base")
     @classmethod
     def _known_preset(cls, base: str | AcceleratorConfig) -> str | AcceleratorConfig:
-        if isinstance(base, str) and base not in PRESETS:
-            raise ValueError(f"unknown preset '{base}'; choose one of {sorted(PRESETS)}")
+        check_preset(base)
         return base
 
     @field_validator("objectives")

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from backend.specs.accelerator import PRESETS, AcceleratorConfig
+from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
 from backend.specs.techniques import TechniqueParams
 from backend.specs.training import TrainingConfig
 
@@ -160,8 +160,7 @@ class ExperimentSpec(_Spec):
     @classmethod
     def _known_presets(cls, accelerators: list[Any]) -> list[Any]:
         for choice in accelerators:
-            if isinstance(choice, str) and choice not in PRESETS:
-                raise ValueError(f"unknown preset '{choice}'; choose one of {sorted(PRESETS)}")
+            check_preset(choice)
         return accelerators
 
     @field_validator("seeds")

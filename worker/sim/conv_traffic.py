@@ -37,6 +37,11 @@ Residency (per operand, per SRAM half of S words):
 These are the same rules for reads of the input and for dX; tests/sim/test_conv_traffic.py checks
 the counts against a fold-by-fold loop over the real elements of the tensors.
 
+Two ways to the same counts: FoldRows lists one config's folds and transitions (the reference,
+used for a few configs); moved_rows counts many configs of one GEMM at once, from per-tile-size
+tables of rows per kernel-row interval and the offset tiles' few distinct patterns (below,
+"Counting for many accelerators at once"); tests/sim/test_design_search.py holds them equal.
+
 Open choices, stated: whole rows move (columns a tile does not need come along: a row is the
 transfer unit); a fold's own rows are assumed to fit its half while it runs; dilation > 1 is not
 modelled (such convolutions keep the im2col convention, and the simulation says so). Whole rows
@@ -496,6 +501,9 @@ def output_traffic(folds: FoldRows, half_words: float) -> tuple[float, float]:
     return float((written + untouched) * w), float((written - folds.touched) * w)
 
 
+# From this many configs of one GEMM on, moved_rows counts them together (the same numbers).
+BATCHED_FROM = 32
+
 _HALF_OF_PASS = {
     TrainingPass.FWD: "ifmap",
     TrainingPass.BWD_WEIGHT: "filter",
@@ -515,8 +523,8 @@ def with_tensor_traffic(
 ) -> DramTraffic:
     """`traffic` (configs x GEMMs, im2col convention) with the real-tensor counts put in for the
     configs flagged in `tensor` and the GEMMs that carry a supported convolution geometry:
-    per GEMM, every config at once (moved_rows); the same numbers as input_reads and
-    output_traffic of each config's FoldRows."""
+    per GEMM, every config at once (moved_rows), or, below BATCHED_FROM configs, each config's
+    FoldRows (input_reads, output_traffic): the same numbers."""
     shape = on_array.shape
 
     def writable(values: np.ndarray) -> np.ndarray:
@@ -537,11 +545,16 @@ def with_tensor_traffic(
         fits = (image_rows if output else touched) * w <= half
         moved = np.zeros(len(p), dtype=np.int64)
         spill = np.flatnonzero(~fits)
-        if len(spill):
-            q = p[spill]
+        q = p[spill]
+        if len(spill) >= BATCHED_FROM:
             moved[spill] = moved_rows(
                 op.conv, op.pass_, df[q, 0], rows[q, 0], cols[q, 0], half[spill] // w
             )
+        elif len(spill):  # a few configs: fold by fold costs less than setting up the batch
+            moved[spill] = [
+                fold_rows(op.conv, op.pass_, int(f), int(r), int(c)).counts.moved(w, float(h))
+                for f, r, c, h in zip(df[q, 0], rows[q, 0], cols[q, 0], half[spill], strict=True)
+            ]
         if not output:
             reads = np.where(fits, touched, moved) * w
             target = ifmap if op.pass_ is TrainingPass.FWD else filt
@@ -734,24 +747,36 @@ def _offset_plan(g: _Rows, tile: int | None) -> _OffsetPlan:
 
 
 def _held_sums(
-    values: list[np.ndarray], weights: list[np.ndarray], row: np.ndarray, threshold: np.ndarray
+    row: np.ndarray,
+    value: np.ndarray,
+    weight: np.ndarray,
+    rows: int,
+    query_row: np.ndarray,
+    threshold: np.ndarray,
 ) -> np.ndarray:
-    """Per query: the sum of the weights of row `row[j]` whose value is at most `threshold[j]`."""
-    if len(row) == 0:
-        return np.zeros(0, dtype=np.int64)
-    lengths = np.array([len(v) for v in values])
-    flat_values = np.concatenate(values) if values else np.zeros(0, np.int64)
-    flat_weights = np.concatenate(weights) if weights else np.zeros(0, np.int64)
-    span = int(flat_values.max()) + 2 if len(flat_values) else 2
-    owner = np.repeat(np.arange(len(values)), lengths)
-    keys = owner * span + flat_values
+    """Per query j: the sum of the weights of the items of row `query_row[j]` whose value is
+    at most `threshold[j]` (items: `row`, `value`, `weight`; rows numbered 0..rows-1)."""
+    span = int(value.max()) + 2 if len(value) else 2
+    keys = row * span + value
     order = np.argsort(keys, kind="stable")
     keys = keys[order]
-    cumulative = np.concatenate([[0], np.cumsum(flat_weights[order])])
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    query = row * span + np.clip(threshold, -1, span - 2)
-    end = np.searchsorted(keys, query, side="right")
-    return cumulative[end] - cumulative[starts[row]]
+    cumulative = np.concatenate([[0], np.cumsum(weight[order])])
+    starts = np.searchsorted(keys, np.arange(rows) * span)
+    query = query_row * span + np.clip(threshold, -1, span - 2)
+    return cumulative[np.searchsorted(keys, query, side="right")] - cumulative[starts[query_row]]
+
+
+def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For items listed owner by owner, `lengths[o]` items each: each item's owner and its
+    position within the owner's items."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    first = np.cumsum(lengths) - lengths
+    return owner, np.arange(len(owner)) - first[owner]
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1)
 
 
 def moved_rows(
@@ -786,35 +811,29 @@ def _moved_one_order(
     half_rows: np.ndarray,
 ) -> np.ndarray:
     """moved_rows for configs that share the fold order (outer, inner): the inner dimension is
-    tiled by the array's rows, the outer by its columns (SCALE-Sim's order)."""
-    pos_tile = np.where(inner == POS, rows, cols) if POS in (outer, inner) else None
-    off_tile = np.where(inner == OFF, rows, cols) if OFF in (outer, inner) else None
+    tiled by the array's rows, the outer by its columns (SCALE-Sim's order). Every distinct
+    (position tile, offset tile) pair is one key; the transitions of all keys are listed as
+    items (row of the key, rows before, rows shared x multiplicity) in a few array operations."""
+    none = np.full(len(rows), -1)
+    pos_tile = np.where(inner == POS, rows, cols) if POS in (outer, inner) else none
+    off_tile = np.where(inner == OFF, rows, cols) if OFF in (outer, inner) else none
     rep = "outer" if outer == REP else "inner" if inner == REP else None
     k = ceil_div(filters, cols if rep == "outer" else rows) if rep else np.ones_like(rows)
     by_positions = outer == POS and inner == OFF  # position tiles outer, offset tiles inner
-    tiles = np.stack(
-        [
-            np.full(len(rows), -1) if pos_tile is None else pos_tile,
-            np.full(len(rows), -1) if off_tile is None else off_tile,
-        ],
-        axis=1,
+    p_values, p_of_config = np.unique(pos_tile, return_inverse=True)
+    u_values, u_of_config = np.unique(off_tile, return_inverse=True)
+    keys, key_of_config = np.unique(
+        np.stack([p_of_config.reshape(-1), u_of_config.reshape(-1)]), axis=1, return_inverse=True
     )
-    distinct, which = np.unique(tiles, axis=0, return_inverse=True)
-    values: list[np.ndarray] = []
-    weights: list[np.ndarray] = []
-    totals = []
-    for p_tile, o_tile in distinct.tolist():
-        table = _position_table(g, None if p_tile < 0 else p_tile)
-        plan = _offset_plan(g, None if o_tile < 0 else o_tile)
-        steps, extra, total = _sequence(table, plan, rep, by_positions)
-        values += [steps[0], extra[0]]
-        weights += [steps[1], extra[1]]
-        totals.append(total)
-    which = which.reshape(-1)
-    first_row = 2 * which
-    kept_steps = _held_sums(values, weights, first_row, half_rows)
-    kept_extra = _held_sums(values, weights, first_row + 1, half_rows)
-    total = np.asarray(totals, dtype=np.int64)[which]
+    kp, ku = keys
+    t = _Tables([_position_table(g, None if v < 0 else int(v)) for v in p_values.tolist()])
+    o = _Plans([_offset_plan(g, None if v < 0 else int(v)) for v in u_values.tolist()])
+    items = _position_major(t, o, kp, ku) if by_positions else _offset_major(t, o, kp, ku, rep)
+    row, value, weight = (np.concatenate(part) for part in zip(*items, strict=True))
+    which = key_of_config.reshape(-1)
+    kept_steps = _held_sums(row, value, weight, 2 * len(kp), 2 * which, half_rows)
+    kept_extra = _held_sums(row, value, weight, 2 * len(kp), 2 * which + 1, half_rows)
+    total = _dot(o.total_C[ku], t.F_sum[kp])[which]
     if rep == "outer":
         return k * total - k * kept_steps - (k - 1) * kept_extra
     if rep == "inner":
@@ -822,65 +841,129 @@ def _moved_one_order(
     return total - kept_steps
 
 
-def _sequence(
-    table: _PositionTable, plan: _OffsetPlan, rep: str | None, by_positions: bool
-) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], int]:
-    """One pass over the folds (offset tiles outer and position tiles inner, or the reverse):
-    its transitions as (before, shared x multiplicity) items, the extra transitions of a
-    repeated sequence (the wrap from the last fold to the first, or each fold after itself) as
-    items, and the rows of all folds."""
-    F, G, X = table.F, table.G, table.X
-    positions = F.shape[0]
-    rows_of = plan.patterns @ F.T  # (patterns, P)
-    total = int(plan.C.sum(axis=0) @ F.sum(axis=0))
-    width = F.shape[1]
-    before_moves = plan.moves[:, :width]
-    move_sa, move_sb = plan.moves[:, width], plan.moves[:, width + 1]
-    if not by_positions:
-        # Within an offset tile: p -> p + 1. Between offset tiles: (q, last p) -> (q + 1, 0).
-        within_before = rows_of[:, :-1]
-        within_shared = (plan.patterns @ G.T) * plan.pattern_count[:, None]
-        cross_before = before_moves @ F[-1]
-        cross_shared = X[move_sa, move_sb] * plan.move_count
-        steps = (
-            np.concatenate([within_before.ravel(), cross_before]),
-            np.concatenate([within_shared.ravel(), cross_shared]),
+class _Tables:
+    """Position tables of several tile sizes, stacked: F and G rows of table i start at
+    F_start[i] and G_start[i]."""
+
+    def __init__(self, tables: list[_PositionTable]) -> None:
+        self.tables = tables
+        self.P = np.array([t.F.shape[0] for t in tables])
+        self.F = np.concatenate([t.F for t in tables])
+        self.G = np.concatenate([t.G for t in tables])
+        self.F_start = np.cumsum(self.P) - self.P
+        self.G_start = self.F_start - np.arange(len(tables))
+        self.F_last = np.stack([t.F[-1] for t in tables])
+        self.F_sum = np.stack([t.F.sum(axis=0) for t in tables])
+        self.X = np.stack([t.X for t in tables])
+
+    def pairs(
+        self, table: np.ndarray, step: int, sa: np.ndarray, sb: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows common to (p, sa) and (p + step, sb) of each (table, sa, sb), pooled: the
+        pool, and where each one's vector starts in it."""
+        combos, which = np.unique(np.stack([table, sa, sb]), axis=1, return_inverse=True)
+        vectors = [self.tables[i].pair(step, a, b) for i, a, b in combos.T.tolist()]
+        lengths = np.array([len(v) for v in vectors], dtype=np.int64)
+        pool = np.concatenate(vectors) if vectors else np.zeros(0, np.int64)
+        return pool, (np.cumsum(lengths) - lengths)[which.reshape(-1)]
+
+
+class _Plans:
+    """Offset plans of several tile sizes, stacked (patterns and moves of plan i from
+    pattern_start[i] and move_start[i])."""
+
+    def __init__(self, plans: list[_OffsetPlan]) -> None:
+        self.patterns = np.concatenate([p.patterns for p in plans])
+        self.pattern_count = np.concatenate([p.pattern_count for p in plans])
+        self.pattern_n = np.array([len(p.patterns) for p in plans])
+        self.pattern_start = np.cumsum(self.pattern_n) - self.pattern_n
+        moves = np.concatenate([p.moves for p in plans])
+        width = self.patterns.shape[1]
+        self.moves, self.move_sa, self.move_sb = (
+            moves[:, :width],
+            moves[:, width],
+            moves[:, width + 1],
         )
-    else:
-        # Within a position tile: q -> q + 1 (their shared channel).
-        # Between: (p, last q) -> (p + 1, 0).
-        inner_before = before_moves @ F.T  # (moves, P)
-        inner_shared = (
-            np.array(
-                [table.pair(0, int(sa), int(sb)) for sa, sb in zip(move_sa, move_sb, strict=True)],
-                dtype=np.int64,
-            ).reshape(len(move_sa), positions)
-            * plan.move_count[:, None]
-        )
-        last_C = plan.C[-1]
-        cross_before = (last_C @ F.T)[:-1]
-        if len(plan.C) == 1:
-            cross_shared = G @ last_C
-        elif plan.wrap is not None:
-            cross_shared = table.pair(1, *plan.wrap)
-        else:
-            cross_shared = np.zeros(positions - 1, dtype=np.int64)
-        steps = (
-            np.concatenate([inner_before.ravel(), cross_before]),
-            np.concatenate([inner_shared.ravel(), cross_shared]),
-        )
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    if rep == "inner":  # each fold after itself: all its rows
-        extra = (rows_of.ravel(), (rows_of * plan.pattern_count[:, None]).ravel())
+        self.move_count = np.concatenate([p.move_count for p in plans])
+        self.move_n = np.array([len(p.moves) for p in plans])
+        self.move_start = np.cumsum(self.move_n) - self.move_n
+        self.tiles = np.array([len(p.C) for p in plans])
+        self.C_first = np.stack([p.C[0] for p in plans])
+        self.C_last = np.stack([p.C[-1] for p in plans])
+        self.total_C = np.stack([p.C.sum(axis=0) for p in plans])
+        self.has_wrap = np.array([p.wrap is not None for p in plans])
+        wraps = np.array([p.wrap or (0, 0) for p in plans], dtype=np.int64).reshape(-1, 2)
+        self.wrap_sa, self.wrap_sb = wraps[:, 0], wraps[:, 1]
+
+
+_Items = tuple[np.ndarray, np.ndarray, np.ndarray]  # row, value (rows before), weight (shared)
+
+
+def _offset_major(
+    t: _Tables, o: _Plans, kp: np.ndarray, ku: np.ndarray, rep: str | None
+) -> list[_Items]:
+    """Offset tiles outer, position tiles inner: within an offset tile p -> p + 1 (C . G);
+    between offset tiles (q, last p) -> (q + 1, 0) (the shared channel, X). Extra items: each
+    fold after itself (inner REP) or the last fold back to the first (outer REP)."""
+    P = t.P[kp]
+    key, local = _ragged(o.pattern_n[ku] * (P - 1))
+    steps = np.maximum(P - 1, 1)[key]
+    j = o.pattern_start[ku][key] + local // steps
+    y = local % steps
+    within = (
+        2 * key,
+        _dot(o.patterns[j], t.F[t.F_start[kp][key] + y]),
+        _dot(o.patterns[j], t.G[t.G_start[kp][key] + y]) * o.pattern_count[j],
+    )
+    key, local = _ragged(o.move_n[ku])
+    j = o.move_start[ku][key] + local
+    cross = (
+        2 * key,
+        _dot(o.moves[j], t.F_last[kp][key]),
+        t.X[kp[key], o.move_sa[j], o.move_sb[j]] * o.move_count[j],
+    )
+    items = [within, cross]
+    if rep == "inner":  # every fold after itself: all its rows
+        key, local = _ragged(o.pattern_n[ku] * P)
+        j = o.pattern_start[ku][key] + local // P[key]
+        before = _dot(o.patterns[j], t.F[t.F_start[kp][key] + local % P[key]])
+        items.append((2 * key + 1, before, before * o.pattern_count[j]))
     elif rep == "outer":  # the last fold (last q, last p) back to the first (0, 0)
-        last_rows = int(plan.C[-1] @ F[-1])
-        if len(plan.C) == 1:
-            shared = int(plan.C[0] @ np.diag(X)) if positions > 1 else last_rows
-        elif plan.wrap is not None:
-            shared = int(X[plan.wrap])
-        else:
-            shared = 0
-        extra = (np.array([last_rows]), np.array([shared]))
-    else:
-        extra = empty
-    return steps, extra, total
+        diagonal = np.diagonal(t.X, axis1=1, axis2=2)
+        shared = np.where(
+            o.tiles[ku] == 1,
+            _dot(o.C_first[ku], diagonal[kp]),
+            np.where(o.has_wrap[ku], t.X[kp, o.wrap_sa[ku], o.wrap_sb[ku]], 0),
+        )
+        items.append((2 * np.arange(len(kp)) + 1, _dot(o.C_last[ku], t.F_last[kp]), shared))
+    return items
+
+
+def _position_major(t: _Tables, o: _Plans, kp: np.ndarray, ku: np.ndarray) -> list[_Items]:
+    """Position tiles outer, offset tiles inner: within a position tile q -> q + 1 (their
+    shared channel); between position tiles (p, last q) -> (p + 1, 0)."""
+    P = t.P[kp]
+    move_key, move_local = _ragged(o.move_n[ku])
+    move = o.move_start[ku][move_key] + move_local
+    pool, pool_start = t.pairs(kp[move_key], 0, o.move_sa[move], o.move_sb[move])
+    owner, y = _ragged(P[move_key])
+    key, j = move_key[owner], move[owner]
+    within = (
+        2 * key,
+        _dot(o.moves[j], t.F[t.F_start[kp][key] + y]),
+        pool[pool_start[owner] + y] * o.move_count[j],
+    )
+    one_tile = o.tiles[ku] == 1
+    crossing = np.flatnonzero(one_tile | o.has_wrap[ku])
+    owner, y = _ragged(P[crossing] - 1)
+    key = crossing[owner]
+    F_rows = t.F[t.F_start[kp][key] + y]
+    wrapped = np.flatnonzero(~one_tile[key])
+    shared = _dot(o.C_first[ku][key], t.G[t.G_start[kp][key] + y])
+    if len(wrapped):
+        pool, pool_start = t.pairs(
+            kp[key[wrapped]], 1, o.wrap_sa[ku][key[wrapped]], o.wrap_sb[ku][key[wrapped]]
+        )
+        shared[wrapped] = pool[pool_start + y[wrapped]]
+    cross = (2 * key, _dot(o.C_last[ku][key], F_rows), shared)
+    return [within, cross]

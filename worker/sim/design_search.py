@@ -34,7 +34,7 @@ however the designs were chunked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,8 +52,10 @@ from backend.specs.design_search import (
 )
 from backend.specs.experiment import BaselineHardware
 from backend.specs.techniques import BASELINE, accelerator_for, techniques_of
-from worker.sim.area import McacheSize, area, mcache_size
-from worker.sim.simulate import simulate_many
+from worker.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_components, mcache_size
+from worker.sim.results import ENERGY_LEVELS
+from worker.sim.simulate import ConfigColumns, simulate_columns
+from worker.sim.systolic import DATAFLOW_CODES
 from worker.sim.workload import Workload
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -87,7 +89,7 @@ def design_table(search: DesignSearch, start: int, stop: int) -> dict[str, np.nd
     """The searched fields of designs [start, stop): per path an array (int64 for integer
     fields, float64 for the others, the value itself for choice fields, an object array)."""
     if not 0 <= start <= stop <= search.design_count:
-        raise ValueError(f"designs [{start}, {stop}) are not within 0..{search.design_count}")
+        raise ValueError(f"designs [{start}, {stop}) are not within [0, {search.design_count})")
     base = search.base_config
     grid_axes = search.grid_axes
     grid = search.grid_size
@@ -282,23 +284,67 @@ def _sample(index: np.ndarray, figures: np.ndarray, size: int) -> Points:
     return Points.of(index[order], figures[order])
 
 
+BLOCK = 2048  # designs simulated together: (designs x GEMMs) arrays stay a few MB each
+
+
+def design_columns(hardware: AcceleratorConfig, table: Mapping[str, np.ndarray]) -> ConfigColumns:
+    """ConfigColumns of designs: `hardware`'s fields with the searched ones from `table`."""
+    count = len(next(iter(table.values())))
+    columns = ConfigColumns(
+        {
+            name: np.repeat(values, count, axis=0)
+            for name, values in ConfigColumns.of([hardware]).items()
+        }
+    )
+    for path, values in table.items():
+        if path == "dataflow":
+            values = np.asarray([DATAFLOW_CODES[v] for v in values], dtype=np.int64)
+        columns[path] = values.reshape(-1, 1)
+    return columns
+
+
+def design_area_mm2(
+    hardware: AcceleratorConfig, table: Mapping[str, np.ndarray], mcache: McacheSize
+) -> np.ndarray:
+    """area(design, mcache).area_mm2 of each design, as arrays."""
+    fields = AreaFields.of(hardware)
+    count = len(next(iter(table.values())))
+
+    def value(path: str) -> Any:
+        return table[path] if path in table else _base_value(hardware, path)
+
+    fields = replace(
+        fields,
+        rows=value("rows"),
+        cols=value("cols"),
+        sram_kib=value("ifmap_sram_kib") + value("filter_sram_kib") + value("ofmap_sram_kib"),
+        lookups_per_cycle=value("mcache.lookups_per_cycle"),
+        projection_macs_per_cycle=value("mcache.projection_macs_per_cycle"),
+        predictor_macs_per_cycle=value("gradient_predictor.macs_per_cycle"),
+    )
+    total = sum(area_components(fields, mcache).values())
+    return np.broadcast_to(total / UM2_PER_MM2, (count,))
+
+
 def evaluate_figures(
     workload: Workload,
-    label: str,
-    designs: list[AcceleratorConfig],
-    baseline_hardware: BaselineHardware,
+    hardware: AcceleratorConfig,
+    table: Mapping[str, np.ndarray],
     mcache: McacheSize,
+    memo: dict | None = None,
 ) -> np.ndarray:
-    """(designs, FIGURES) of one workload, each design simulated as a run would be."""
-    hardware = [hardware_for(design, label, baseline_hardware) for design in designs]
-    results = simulate_many(workload, hardware)
-    return np.asarray(
-        [
-            [r.totals.seconds, r.totals.energy_pj * 1e-12, area(h, mcache).area_mm2]
-            for r, h in zip(results, hardware, strict=True)
-        ],
-        dtype=np.float64,
-    ).reshape(-1, len(FIGURES))
+    """(designs, FIGURES) of one workload on `hardware` with the searched fields of `table`:
+    what simulate() and area() give for each design alone."""
+    cfg = design_columns(hardware, table)
+    if workload.ops:
+        columns = simulate_columns(workload, cfg, memo)
+        cycles = columns["total_cycles"].sum(axis=1)
+        energy_pj = sum(columns[f"energy_{level}_pj"].sum(axis=1) for level in ENERGY_LEVELS)
+    else:
+        cycles = energy_pj = np.zeros(cfg.count)
+    seconds = cycles / (cfg["clock_mhz"][:, 0] * 1e6)
+    area_mm2 = design_area_mm2(hardware, table, mcache)
+    return np.stack([seconds, energy_pj * 1e-12, area_mm2], axis=1)
 
 
 def evaluate_chunk(
@@ -314,15 +360,24 @@ def evaluate_chunk(
     `technique_params[label]`: the technique parameters of that workload's training (as a run
     stores them; they size MERCURY's MCACHE in the area)."""
     index = np.arange(start, stop, dtype=np.int64)
-    designs = [design_at(search, int(i)) for i in index]
-    sram = np.asarray(
-        [d.ifmap_sram_kib + d.filter_sram_kib + d.ofmap_sram_kib for d in designs], dtype=float
-    )
+    table = design_table(search, start, stop)
+    base = search.base_config
+    sram = sum(
+        table[path].astype(np.float64) if path in table else float(_base_value(base, path))
+        for path in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
+    ) * np.ones(len(index))
     limits = search.constraints
     results = {}
     for label, workload in workloads.items():
         mcache = mcache_size((technique_params or {}).get(label))
-        figures = evaluate_figures(workload, label, designs, baseline_hardware, mcache)
+        hardware = hardware_for(base, label, baseline_hardware)
+        memo: dict = {}
+        figures = np.zeros((len(index), len(FIGURES)))
+        for block in range(0, len(index), BLOCK):  # an empty chunk evaluates nothing
+            part = {path: values[block : block + BLOCK] for path, values in table.items()}
+            figures[block : block + BLOCK] = evaluate_figures(
+                workload, hardware, part, mcache, memo
+            )
         feasible = np.ones(len(index), dtype=bool)
         for bound, column in (
             (limits.energy_j_max, figures[:, 1]),

@@ -44,7 +44,10 @@ The accelerator is taken as given; each result lists the extensions that were on
 simulate_many runs in phases that share one _Sweep (the GEMMs, the accelerators' fields, and per
 pair the reduced GEMM and the unit it runs on; built by _place): mapping onto the array
 (_map_onto_array), sparsity (_skip_zeros), extension units (_extension_units), traffic
-(_traffic), energy (_energy), then the training's columns (_training_columns).
+(_traffic), energy (_energy), then the training's columns (_training_columns). The phases read
+the accelerators only through ConfigColumns ((P, 1) arrays of their fields): simulate_many builds
+them from configs, a design search (worker.sim.design_search) from arrays of designs, and both
+get their columns from simulate_columns, so a design's figures in a search are simulate()'s.
 """
 
 from __future__ import annotations

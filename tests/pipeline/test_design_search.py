@@ -8,7 +8,6 @@ worker whose figures are the search's.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from backend.settings import Settings
 from backend.specs.design_search import DesignSearch
 from tests.conftest import start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING, worker_env
+from tests.reliability.chaos import poll
 from worker.jobs import run_training_job
 from worker.search_jobs import run_chunk_job
 from worker.sim.design_search import design_at, design_table, evaluate_chunk, merge
@@ -84,16 +84,6 @@ def chunk_ids(url: str, search_id: int) -> list[int]:
                 .order_by(SearchChunk.position)
             )
         )
-
-
-def poll(check, timeout: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -119,6 +119,41 @@ class OrreryClient:
                 _raise_for_status(r)
             yield from r.iter_bytes()
 
+    def submit_search(self, experiment_id: int, search: dict[str, Any]) -> dict[str, Any]:
+        """Run a design search on an experiment (at once if its trainings are done)."""
+        return self._request("POST", f"/experiments/{experiment_id}/searches", json=search)
+
+    def searches(self, experiment_id: int) -> list[dict[str, Any]]:
+        """The experiment's design searches, oldest first."""
+        return self._request("GET", f"/experiments/{experiment_id}/searches")
+
+    def search(self, search_id: int) -> dict[str, Any]:
+        return self._request("GET", f"/searches/{search_id}")
+
+    def fronts(self, search_id: int) -> dict[str, Any]:
+        return self._request("GET", f"/searches/{search_id}/fronts")
+
+    def sample(self, search_id: int) -> dict[str, Any]:
+        return self._request("GET", f"/searches/{search_id}/sample")
+
+    def cancel_search(self, search_id: int) -> dict[str, Any]:
+        return self._request("POST", f"/searches/{search_id}/cancel")
+
+    def wait_search(
+        self,
+        search_id: int,
+        poll: float = 1.0,
+        on_update: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Poll until the search has ended; call on_update with its status after each poll."""
+        while True:
+            search = self.search(search_id)
+            if on_update is not None:
+                on_update(search)
+            if search["status"] in TERMINAL:
+                return search
+            time.sleep(poll)
+
     def wait(
         self,
         experiment_id: int,

@@ -31,6 +31,9 @@ EXPECTED_TABLES = {
     "team_invitations",
     "worker_heartbeats",
     "run_attempts",
+    "design_searches",
+    "search_chunks",
+    "saved_accelerators",
 }
 
 

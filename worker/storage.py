@@ -46,9 +46,8 @@ from backend.specs.figures import (
     TRAINING_ONLY,
     Measure,
 )
-from backend.techniques.mercury.params import MercuryParams
 from worker.sim import SimulationResult, Workload, simulate_many
-from worker.sim.area import AreaBreakdown, McacheSize, area
+from worker.sim.area import AreaBreakdown, area, mcache_size
 from worker.sim.iso_area import choose, dense_candidates, evaluate
 
 DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
@@ -126,20 +125,6 @@ def _layer_rows(run_id: int, sim: SimulationResult) -> list[LayerResult]:
             )
         )
     return rows
-
-
-def mcache_size(technique_params: list[dict[str, Any]] | None) -> McacheSize:
-    """The MCACHE a run's MERCURY parameters ask for (MercuryParams' defaults for what they do
-    not say, and for a run without MERCURY)."""
-    defaults = {name: info.default for name, info in MercuryParams.model_fields.items()}
-    given = next((p for p in technique_params or [] if p.get("name") == "mercury"), {})
-    params = defaults | given
-    return McacheSize(
-        entries=int(params["cache_entries"]),
-        ways=int(params["cache_ways"]),
-        signature_bits=max(int(params["signature_bits"]), int(params["max_bits"])),
-        direct=params["cache"] == "direct",
-    )
 
 
 def run_area(

@@ -14,8 +14,9 @@ when its creator loses that right. Team members change its name and config, noth
 member who could move it would make themselves an owner of its team (a team of their own) and
 so could delete it or publish it.
 
-Deleting results is for their owner alone. A team is seen by its members only, and managed by
-its owners; an invitation is seen by the email it is addressed to; an API token by its user.
+Deleting results is for their owner alone. A design search is seen, and changed, as its
+experiment is. A team is seen by its members only, and managed by its owners; an invitation is
+seen by the email it is addressed to; an API token and a saved accelerator by their user.
 Accounts are made by administrators.
 
 Routes take what they act on through the dependencies at the end (`VisibleRun`,
@@ -40,8 +41,10 @@ from backend.auth.users import normalise_email
 from backend.db.models import (
     ApiToken,
     Dashboard,
+    DesignSearchRow,
     Experiment,
     Run,
+    SavedAccelerator,
     ShareLink,
     TeamInvitation,
     TeamMembership,
@@ -209,6 +212,49 @@ def deletable_run(run: VisibleRun, user: CurrentUser) -> Run:
     if not can_delete(user, run.experiment.owner_id):
         raise _forbidden("only the owner may delete a run")
     return run
+
+
+def visible_search(search_id: int, db: DbSession, user: CurrentUser) -> DesignSearchRow:
+    """A design search, seen by whoever sees its experiment; its experiment loaded with it."""
+    search = db.scalars(
+        select(DesignSearchRow)
+        .join(Experiment, Experiment.id == DesignSearchRow.experiment_id)
+        .options(contains_eager(DesignSearchRow.experiment))
+        .where(DesignSearchRow.id == search_id, visible_to(user, db))
+    ).first()
+    if search is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"search {search_id} not found")
+    return search
+
+
+VisibleSearch = Annotated[DesignSearchRow, Depends(visible_search)]
+
+
+def editable_search(search: VisibleSearch, db: DbSession, user: CurrentUser) -> DesignSearchRow:
+    """A search its experiment's owner and team owners and members may cancel, turn designs
+    of into runs; saving a design as one's own accelerator needs only to see it."""
+    experiment = search.experiment
+    if not can_edit(db, user, experiment.owner_id, experiment.team_id):
+        raise _forbidden("team viewers cannot cancel searches or turn their designs into runs")
+    return search
+
+
+EditableSearch = Annotated[DesignSearchRow, Depends(editable_search)]
+
+
+def my_accelerator(accelerator_id: int, db: DbSession, user: CurrentUser) -> SavedAccelerator:
+    """One of the caller's own saved accelerators; anyone else's is 404."""
+    saved = db.scalar(
+        select(SavedAccelerator).where(
+            SavedAccelerator.id == accelerator_id, SavedAccelerator.owner_id == user.id
+        )
+    )
+    if saved is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"accelerator {accelerator_id} not found")
+    return saved
+
+
+MyAccelerator = Annotated[SavedAccelerator, Depends(my_accelerator)]
 
 
 def visible_runs(

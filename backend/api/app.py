@@ -26,6 +26,7 @@ from backend.api.routes import (
     papers,
     preferences,
     runs,
+    searches,
     teams,
 )
 from backend.api.snapshot_cache import SnapshotCache
@@ -131,6 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         teams.invitations_router,
         experiments.router,
         runs.router,
+        searches.router,
         papers.router,
         preferences.router,
         catalog.router,

@@ -4,7 +4,10 @@ routes call the domain and let its refusals through instead of catching and re-r
 - `RunGone`: 404, the run was deleted while a request was acting on it;
 - `DeletionRefused`, `RetryRefused`: 409, the object's state forbids it now (a run still
   active, the baseline of others, retried meanwhile);
-- `ExpansionError`, `AccountError`: 422 naming the field, like any other invalid body;
+- `ExpansionError`, `AccountError`, `NameTaken`: 422 naming the field, like any other invalid
+  body;
+- `DesignNotOnFront`: 404, the design is on none of the search's fronts;
+- `DesignAlreadyRun`: 409, the design already has runs in its experiment;
 - `QuotaExceeded`: 429, over the owner's queued-plus-running runs limit, or (its sibling
   `QueuedTrainingsExceeded`) over the owner's queued trainings limit;
 - `BrokerUnavailable`: 503, nothing was submitted.
@@ -26,9 +29,12 @@ from backend.experiments.expand import ExpansionError
 from backend.experiments.quota import QuotaExceeded
 from backend.experiments.retry import RetryRefused, RunGone
 from backend.experiments.service import BrokerUnavailable
+from backend.searches.designs import DesignAlreadyRun, DesignNotOnFront, NameTaken
 
 REFUSAL_STATUS: dict[type[Exception], int] = {
     RunGone: status.HTTP_404_NOT_FOUND,
+    DesignNotOnFront: status.HTTP_404_NOT_FOUND,
+    DesignAlreadyRun: status.HTTP_409_CONFLICT,
     DeletionRefused: status.HTTP_409_CONFLICT,
     RetryRefused: status.HTTP_409_CONFLICT,
     QuotaExceeded: status.HTTP_429_TOO_MANY_REQUESTS,
@@ -38,8 +44,8 @@ REFUSAL_STATUS: dict[type[Exception], int] = {
 
 async def domain_refusal(request: Request, exc: Exception) -> JSONResponse:
     """Register for every type in `REFUSALS`."""
-    if isinstance(exc, ExpansionError | AccountError):
-        loc = exc.loc if isinstance(exc, ExpansionError) else (exc.field,)
+    if isinstance(exc, ExpansionError | AccountError | NameTaken):
+        loc = exc.loc if isinstance(exc, ExpansionError | NameTaken) else (exc.field,)
         error = {"loc": ("body", *loc), "msg": exc.message, "type": "value_error"}
         return await validation_error_handler(request, RequestValidationError([error]))
     if isinstance(exc, BrokerUnavailable):
@@ -52,4 +58,9 @@ async def domain_refusal(request: Request, exc: Exception) -> JSONResponse:
     raise exc
 
 
-REFUSALS: tuple[type[Exception], ...] = (ExpansionError, AccountError, *REFUSAL_STATUS)
+REFUSALS: tuple[type[Exception], ...] = (
+    ExpansionError,
+    AccountError,
+    NameTaken,
+    *REFUSAL_STATUS,
+)

@@ -5,6 +5,7 @@ the order `orrery --help` lists them:
 - launcher: start Orrery's processes on this machine (migrate, worker, serve, reconcile);
 - client_commands: talk to a server over HTTP (submit, wait, runs, show, summary, cancel,
   retry, compare, export), printing the tables of `tables`;
+- search_commands: hardware design searches over HTTP (search, front);
 - local_commands: compute here without a server (simulate);
 - admin_commands: accounts in this server's database (user create, token create).
 Where they print, and how they fail, is `output`. Open choice: registration is explicit here
@@ -15,7 +16,13 @@ from __future__ import annotations
 
 import typer
 
-from backend.cli import admin_commands, client_commands, launcher, local_commands
+from backend.cli import (
+    admin_commands,
+    client_commands,
+    launcher,
+    local_commands,
+    search_commands,
+)
 
 app = typer.Typer(
     help="Orrery: which training-acceleration technique, on which accelerator, is worth it?",
@@ -35,6 +42,8 @@ for command in (
     client_commands.retry,
     client_commands.compare,
     client_commands.export,
+    search_commands.search,
+    search_commands.front,
     local_commands.simulate,
     launcher.reconcile,
 ):

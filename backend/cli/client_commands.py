@@ -59,7 +59,7 @@ def default_server_url() -> str:
     return f"http://{host}:{settings.api_port}"
 
 
-def _client(url: str | None, token: str | None) -> OrreryClient:
+def client_for(url: str | None, token: str | None) -> OrreryClient:
     return OrreryClient(url or default_server_url(), token=token)
 
 
@@ -68,7 +68,7 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def _call(action: Callable[[], T]) -> T:
+def call(action: Callable[[], T]) -> T:
     """Run a client call, turning server refusals and connection errors into clear messages."""
     try:
         return action()
@@ -108,8 +108,8 @@ def submit(
 ) -> None:
     """Submit an experiment; with --wait, follow its runs until they finish."""
     spec = load_spec(spec_file)
-    with _client(url, token) as client:
-        experiment = _call(lambda: client.submit(spec))
+    with client_for(url, token) as client:
+        experiment = call(lambda: client.submit(spec))
         console.print(
             f"experiment [bold]{experiment['id']}[/] '{experiment['name']}': "
             f"{experiment['total_runs']} runs, {experiment['trainings']} trainings queued"
@@ -125,8 +125,8 @@ def wait(
 ) -> None:
     """Follow an experiment's runs until they finish (re-attach after `submit` or a lost
     `--wait`), then print them; exits 1 unless every run is done."""
-    with _client(url, token) as client:
-        experiment = _call(lambda: client.experiment(experiment_id))
+    with client_for(url, token) as client:
+        experiment = call(lambda: client.experiment(experiment_id))
         console.print(f"experiment [bold]{experiment['id']}[/] '{experiment['name']}'")
         _follow_to_the_end(client, experiment_id)
 
@@ -143,7 +143,7 @@ def follow(client: OrreryClient, experiment_id: int) -> dict[str, Any]:
     """Show the runs' progress until all have finished: a bar per run on a terminal, else a
     line whenever the experiment's counts or a run's status or tenth of progress change."""
     if not console.is_terminal:
-        return _call(lambda: client.wait(experiment_id, on_update=_progress_lines(experiment_id)))
+        return call(lambda: client.wait(experiment_id, on_update=_progress_lines(experiment_id)))
     from rich.progress import BarColumn, Progress, TextColumn
 
     with Progress(
@@ -160,7 +160,7 @@ def follow(client: OrreryClient, experiment_id: int) -> dict[str, Any]:
                     tasks[run["id"]] = bars.add_task(_run_label(run), total=1.0, status="")
                 bars.update(tasks[run["id"]], completed=run["progress"], status=run["status"])
 
-        return _call(lambda: client.wait(experiment_id, on_update=update))
+        return call(lambda: client.wait(experiment_id, on_update=update))
 
 
 def _run_label(run: dict[str, Any]) -> str:
@@ -209,8 +209,8 @@ def runs(
         "sort": sort,
         "limit": limit,
     }
-    with _client(url, token) as client:
-        page = _call(lambda: client.runs(**filters))
+    with client_for(url, token) as client:
+        page = call(lambda: client.runs(**filters))
     if as_json:
         print_json(page)
         return
@@ -225,8 +225,8 @@ def show(
     token: Token = None,
 ) -> None:
     """One run in full: spec, accelerator, baseline, status, per-layer and per-epoch figures."""
-    with _client(url, token) as client:
-        run = _call(lambda: client.run(run_id))
+    with client_for(url, token) as client:
+        run = call(lambda: client.run(run_id))
     if as_json:
         print_json(run)
         return
@@ -242,9 +242,9 @@ def summary(
 ) -> None:
     """The experiment's design points over seeds: each figure's mean ± the half-width of its
     95% interval (the compare page's summary)."""
-    with _client(url, token) as client:
-        _call(lambda: client.experiment(experiment_id))  # an unknown experiment is an error
-        groups = _call(lambda: client.groups(experiment_id=[experiment_id]))
+    with client_for(url, token) as client:
+        call(lambda: client.experiment(experiment_id))  # an unknown experiment is an error
+        groups = call(lambda: client.groups(experiment_id=[experiment_id]))
     if as_json:
         print_json(groups)
         return
@@ -256,19 +256,29 @@ def cancel(
         int | None, typer.Argument(help="experiment whose open runs to cancel")
     ] = None,
     run: Annotated[int | None, typer.Option("--run", help="cancel this one run instead")] = None,
+    search: Annotated[
+        int | None, typer.Option("--search", help="cancel this design search instead")
+    ] = None,
     as_json: Json = False,
     url: ServerUrl = None,
     token: Token = None,
 ) -> None:
-    """Cancel an experiment's queued and running runs, or one run (--run)."""
-    if (experiment_id is None) == (run is None):
-        fail("give an experiment id or --run RUN (one of the two)")
-    with _client(url, token) as client:
+    """Cancel an experiment's open runs and searches, one run (--run), or a search (--search)."""
+    if sum(given is not None for given in (experiment_id, run, search)) != 1:
+        fail("give an experiment id or --run RUN or --search SEARCH (one of them)")
+    with client_for(url, token) as client:
         if run is not None:
-            answer = _call(lambda: client.cancel_run(run))
+            answer = call(lambda: client.cancel_run(run))
             summary = f"run {answer['id']}: {answer['status']}"
+        elif search is not None:
+            answer = call(lambda: client.cancel_search(search))
+            progress = answer["progress"]
+            summary = (
+                f"search {answer['id']}: {answer['status']} after {progress['chunks_done']} of "
+                f"{progress['chunks_total']} chunks"
+            )
         else:
-            answer = _call(lambda: client.cancel(experiment_id))
+            answer = call(lambda: client.cancel(experiment_id))
             summary = f"experiment {answer['id']}: {answer['status']}, {answer['run_counts']}"
     if as_json:
         print_json(answer)
@@ -283,8 +293,8 @@ def retry(
     token: Token = None,
 ) -> None:
     """Re-run a failed or cancelled run as its next attempt (the ended one is kept: `show`)."""
-    with _client(url, token) as client:
-        answer = _call(lambda: client.retry_run(run_id))
+    with client_for(url, token) as client:
+        answer = call(lambda: client.retry_run(run_id))
     if as_json:
         print_json(answer)
     else:
@@ -298,8 +308,8 @@ def compare(
     token: Token = None,
 ) -> None:
     """Each run against its baseline: speedup, energy ratio, accuracy and its change."""
-    with _client(url, token) as client:
-        rows = _call(lambda: client.compare(run_ids))
+    with client_for(url, token) as client:
+        rows = call(lambda: client.compare(run_ids))
     if as_json:
         print_json(rows)
         return
@@ -316,8 +326,8 @@ def export(
     """Export every matching run (with params, times and metrics) to CSV or JSON."""
     if format not in ("csv", "json"):
         fail(f"--format must be csv or json, not '{format}'")
-    with _client(url, token) as client, output.open("wb") as handle:
-        _call(
+    with client_for(url, token) as client, output.open("wb") as handle:
+        call(
             lambda: [
                 handle.write(chunk)
                 for chunk in client.export(format, experiment_id=experiment or [])

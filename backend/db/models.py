@@ -424,3 +424,96 @@ class TeamInvitation(Base):
     created_at: Mapped[datetime] = _now_column()
 
     team: Mapped[Team] = relationship()
+
+
+class DesignSearchRow(Base):
+    """A hardware design search over the stored workloads of an experiment's trainings
+    (backend/specs/design_search.py says what is searched; backend/searches/ how it runs).
+
+    `waiting` until every training of the experiment has ended, then `running` while its
+    chunks are evaluated, then `done`; or `failed` / `cancelled`. `result` is the merge of the
+    chunks stored so far (worker.sim.design_search.SearchResult's JSON: per technique label the
+    counts, the exact front and the bounded sample), so it is the final answer once done and the
+    answer so far before. Progress is read from the chunk rows.
+    """
+
+    __tablename__ = "design_searches"
+    __table_args__ = (
+        Index("ix_design_searches_experiment", "experiment_id"),
+        Index("ix_design_searches_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    spec: Mapped[dict[str, Any]]  # the DesignSearch, as submitted (model_dump, JSON mode)
+    status: Mapped[str] = mapped_column(String(16), default="waiting")
+    error: Mapped[str | None] = mapped_column(Text)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    designs: Mapped[int | None] = mapped_column(BigInteger)  # known once it started
+    # The trainings whose stored workloads it evaluates, by technique label (chosen at start).
+    trainings: Mapped[dict[str, Any] | None]
+    result: Mapped[dict[str, Any] | None]
+    # The searched fields of every design in `result`'s fronts and samples, columnar:
+    # {"index": [...], "fields": {path: [...]}}, rows in the order of "index".
+    design_fields: Mapped[dict[str, Any] | None]
+    # Full accelerator configs of the designs on the fronts, by design index (as text): what a
+    # front design becomes when it is turned into runs or saved as an accelerator.
+    front_designs: Mapped[dict[str, Any] | None]
+    created_at: Mapped[datetime] = _now_column()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    experiment: Mapped[Experiment] = relationship()
+    chunks: Mapped[list[SearchChunk]] = relationship(
+        back_populates="search", cascade="all, delete-orphan", order_by="SearchChunk.position"
+    )
+
+
+class SearchChunk(Base):
+    """Designs [start, stop) of a search, evaluated by one Celery task, leased like a training:
+    a delivery claims it (`attempts` + 1 is its fencing token), beats while it evaluates, and
+    merges its result into the search only while it still holds the lease
+    (backend/searches/chunks.py)."""
+
+    __tablename__ = "search_chunks"
+    __table_args__ = (
+        UniqueConstraint("search_id", "position"),
+        Index("ix_search_chunks_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    search_id: Mapped[int] = mapped_column(ForeignKey("design_searches.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)  # 0, 1, ...: the chunk's place in the search
+    start: Mapped[int] = mapped_column(BigInteger)
+    stop: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sends: Mapped[int] = mapped_column(Integer, default=0)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    leased_by: Mapped[str | None] = mapped_column(String(255))
+    seconds: Mapped[float | None] = mapped_column(Float)  # evaluation time of the merged delivery
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    search: Mapped[DesignSearchRow] = relationship(back_populates="chunks")
+
+
+class SavedAccelerator(Base):
+    """A user's own accelerator preset: a full AcceleratorConfig under a name, e.g. a design
+    saved from a search's front. Private to its owner; used in a spec as a full config."""
+
+    __tablename__ = "saved_accelerators"
+    __table_args__ = (UniqueConstraint("owner_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    config: Mapped[dict[str, Any]]
+    # Where it came from, if from a search: which search and which design of it.
+    search_id: Mapped[int | None] = mapped_column(
+        ForeignKey("design_searches.id", ondelete="SET NULL")
+    )
+    design_index: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = _now_column()

@@ -25,8 +25,9 @@ import os
 import socket
 import threading
 from datetime import UTC, datetime
+from typing import Self
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import Update, delete, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -113,33 +114,31 @@ def claim_training(
     return attempt
 
 
-class TrainingLease:
-    """Renews one delivery's lease from a thread until stopped; notices when it is lost."""
+class Lease:
+    """Renews one delivery's lease from a thread until stopped; notices when it is lost.
+    Subclasses say which row the lease is on (`renewal`: the UPDATE that renews it, conditional
+    on the lease still being held)."""
 
-    def __init__(self, database_url: str, training_id: int, attempt: int, interval: float) -> None:
+    def __init__(self, database_url: str, label: str, interval: float) -> None:
         self.database_url = database_url
-        self.training_id = training_id
-        self.attempt = attempt
+        self.label = label
         self.interval = interval
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lease", daemon=True)
 
+    def renewal(self) -> Update:
+        raise NotImplementedError
+
     def renew(self) -> None:
         try:
             with session_scope(self.database_url) as db:
-                renewed = db.execute(
-                    update(Training)
-                    .where(lease_held(self.training_id, self.attempt))
-                    .values(heartbeat_at=_now())
-                ).rowcount
+                renewed = db.execute(self.renewal()).rowcount
         except SQLAlchemyError as exc:  # the database is away: the lease may expire meanwhile
-            log.warning("training %s: heartbeat not recorded: %s", self.training_id, exc)
+            log.warning("%s: heartbeat not recorded: %s", self.label, exc)
             return
         if not renewed:
-            log.warning(
-                "training %s: attempt %s lost its lease; stopping", self.training_id, self.attempt
-            )
+            log.warning("%s lost its lease; stopping", self.label)
             self.lost.set()
 
     def _run(self) -> None:
@@ -148,13 +147,29 @@ class TrainingLease:
             if self.lost.is_set():
                 return
 
-    def __enter__(self) -> TrainingLease:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class TrainingLease(Lease):
+    """The lease of one delivery of a training."""
+
+    def __init__(self, database_url: str, training_id: int, attempt: int, interval: float) -> None:
+        super().__init__(database_url, f"training {training_id}: attempt {attempt}", interval)
+        self.training_id = training_id
+        self.attempt = attempt
+
+    def renewal(self) -> Update:
+        return (
+            update(Training)
+            .where(lease_held(self.training_id, self.attempt))
+            .values(heartbeat_at=_now())
+        )
 
 
 def report_progress(database_url: str, training_id: int, attempt: int, fraction: float) -> None:

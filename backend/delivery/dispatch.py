@@ -57,7 +57,7 @@ from sqlalchemy.orm import Session
 
 from backend.db.models import Experiment, Training
 from backend.delivery.queue import TaskName
-from backend.delivery.send import SEND_RETRY_POLICY, BrokerUnavailable
+from backend.delivery.send import send_marked
 
 log = logging.getLogger("orrery.dispatch")
 DISPATCH_LOCK = 0x6F72_7279  # pg_advisory_xact_lock key of the dispatcher ("orry")
@@ -140,28 +140,17 @@ def dispatch(db: Session, celery: Celery, ahead: int) -> list[int]:
         if hit:
             marked.append((training_id, task_id))
     db.commit()
-    sent: list[int] = []
-    for training_id, task_id in marked:
-        try:
-            celery.send_task(
-                TaskName.TRAIN,
-                args=[training_id],
-                task_id=task_id,
-                retry=True,
-                retry_policy=SEND_RETRY_POLICY,
-                ignore_result=True,
-            )
-        except Exception as exc:  # kombu raises many connection error types
-            unsent = [task for i, task in marked if i not in sent]
-            db.execute(
-                update(Training)
-                .where(Training.task_id.in_(unsent), Training.status == "queued")
-                .values(sent_at=None, sends=0)
-                .execution_options(synchronize_session=False)
-            )
-            db.commit()
-            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
-        sent.append(training_id)
+
+    def unmark(unsent: list[int]) -> None:
+        db.execute(
+            update(Training)
+            .where(Training.id.in_(unsent), Training.status == "queued")
+            .values(sent_at=None, sends=0)
+            .execution_options(synchronize_session=False)
+        )
+        db.commit()
+
+    sent = send_marked(celery, TaskName.TRAIN, marked, unmark)
     if sent:
         log.info("dispatched trainings %s", sent)
     return sent

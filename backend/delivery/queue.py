@@ -21,6 +21,7 @@ class TaskName:
 
     PING = "orrery.ping"
     TRAIN = "orrery.train"
+    SEARCH_CHUNK = "orrery.search.chunk"  # evaluate one chunk of a design search
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

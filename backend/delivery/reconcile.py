@@ -1,6 +1,8 @@
 """The reconciler: take back trainings whose lease expired, send again queued trainings whose
-message is overdue. It reads the trainings table only, never the broker's storage, so it works
-the same on every transport (Redis, the embedded SQLite broker, any other kombu transport).
+message is overdue; the same for the chunks of design searches, and start the searches whose
+trainings have all ended (`_reconcile_searches`). It reads the database only, never the
+broker's storage, so it works the same on every transport (Redis, the embedded SQLite broker,
+any other kombu transport).
 
 A pass first takes back every `running` training whose worker stopped beating for a lease
 (`backend.delivery.leases`): it is queued and sent again under a new task id, or failed with
@@ -53,12 +55,20 @@ from celery import Celery
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from backend.db.models import Training
 from backend.db.session import session_scope
 from backend.delivery.dispatch import dispatch
 from backend.delivery.leases import LeaseTerms, take_back_expired
 from backend.delivery.send import BrokerUnavailable, enqueue_trainings
+from backend.searches.chunks import overdue_chunks, take_back_expired_chunks
+from backend.searches.sending import (
+    resend_chunks,
+    running_searches,
+    send_chunks,
+    start_ready_searches,
+)
 from backend.settings import Settings
 
 log = logging.getLogger("orrery.reconcile")
@@ -73,6 +83,10 @@ class Report:
     expired: list[int] = field(default_factory=list)  # leases taken back, queued again
     failed: list[int] = field(default_factory=list)  # leases taken back, out of attempts
     dispatched: list[int] = field(default_factory=list)  # waiting ones sent in their turn
+    chunks_expired: list[int] = field(default_factory=list)  # search chunks taken back
+    chunks_resent: list[int] = field(default_factory=list)  # overdue search chunks sent again
+    chunks_sent: list[int] = field(default_factory=list)  # search chunks sent in their window
+    searches_started: list[int] = field(default_factory=list)  # waiting searches started
 
 
 def resend_wait(sends: int, grace: float, cap: float) -> float:
@@ -131,9 +145,28 @@ def reconcile_once(
             log.warning("sent %d overdue queued trainings again: %s", len(overdue), overdue)
         try:
             report.dispatched = dispatch(db, celery, settings.dispatch_ahead)
+            _reconcile_searches(db, celery, settings, grace, report)
         except BrokerUnavailable as exc:
             report.skipped = f"broker unreachable: {exc}"
     return report
+
+
+def _reconcile_searches(
+    db: Session, celery: Celery, settings: Settings, grace: float, report: Report
+) -> None:
+    """The same for design searches (backend/searches/): take back expired chunk leases, send
+    overdue chunks again, refill each running search's window, start the waiting searches
+    whose trainings have all ended."""
+    report.chunks_expired = take_back_expired_chunks(db, LeaseTerms.of(settings))
+    db.commit()
+    if report.chunks_expired:
+        log.warning("took back expired leases of search chunks %s", report.chunks_expired)
+    cap = settings.reconcile_grace_max_seconds
+    overdue = overdue_chunks(db, datetime.now(UTC), lambda sends: resend_wait(sends, grace, cap))
+    report.chunks_resent = resend_chunks(db, celery, overdue)
+    for search_id in running_searches(db):
+        report.chunks_sent += send_chunks(db, celery, search_id, settings.dispatch_ahead)
+    report.searches_started = start_ready_searches(db, celery, settings.dispatch_ahead)
 
 
 async def reconcile_forever(settings: Settings, celery: Celery, interval: float) -> None:

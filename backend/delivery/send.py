@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from celery import Celery
@@ -72,6 +72,33 @@ def enqueue_trainings(
     _record_sends(db, sent, resend)
     if refused is not None:
         raise BrokerUnavailable(f"{type(refused).__name__}: {refused}") from refused
+
+
+def send_marked(
+    celery: Celery,
+    task_name: str,
+    marked: Sequence[tuple[int, str]],
+    unmark: Callable[[list[int]], None],
+) -> list[int]:
+    """Send a task per (id, task id) already marked sent and committed; the ids sent. At the
+    first send the broker refuses, `unmark` the ids not sent (they wait for the next dispatch)
+    and raise BrokerUnavailable."""
+    sent: list[int] = []
+    for target_id, task_id in marked:
+        try:
+            celery.send_task(
+                task_name,
+                args=[target_id],
+                task_id=task_id,
+                retry=True,
+                retry_policy=SEND_RETRY_POLICY,
+                ignore_result=True,
+            )
+        except Exception as exc:  # kombu raises many connection error types
+            unmark([i for i, _ in marked if i not in sent])
+            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        sent.append(target_id)
+    return sent
 
 
 def _record_sends(db: Session, training_ids: list[int], resend: bool) -> None:

@@ -15,7 +15,16 @@ from __future__ import annotations
 from sqlalchemy import delete, exists, func, select
 from sqlalchemy.orm import Session
 
-from backend.db.models import EpochMetric, Experiment, LayerResult, Run, Training
+from backend.db.models import (
+    DesignSearchRow,
+    EpochMetric,
+    Experiment,
+    LayerResult,
+    Run,
+    SearchChunk,
+    Training,
+)
+from backend.searches.records import SEARCH_ACTIVE
 
 ACTIVE = ("queued", "running")
 
@@ -61,11 +70,25 @@ def delete_experiment(db: Session, experiment: Experiment) -> None:
         raise DeletionRefused(
             f"experiment {experiment.id} has {active} queued or running run(s): cancel it first"
         )
+    searching = db.scalar(
+        select(func.count()).where(
+            DesignSearchRow.experiment_id == experiment.id,
+            DesignSearchRow.status.in_(SEARCH_ACTIVE),
+        )
+    )
+    if searching:
+        raise DeletionRefused(
+            f"experiment {experiment.id} has {searching} design search(es) under way: cancel "
+            "it first"
+        )
     runs = select(Run.id).where(Run.experiment_id == experiment.id)
     trainings = select(Training.id).where(Training.experiment_id == experiment.id)
     db.execute(delete(LayerResult).where(LayerResult.run_id.in_(runs)))
     db.execute(delete(EpochMetric).where(EpochMetric.training_id.in_(trainings)))
     db.execute(delete(Run).where(Run.experiment_id == experiment.id))
     db.execute(delete(Training).where(Training.experiment_id == experiment.id))
+    searches = select(DesignSearchRow.id).where(DesignSearchRow.experiment_id == experiment.id)
+    db.execute(delete(SearchChunk).where(SearchChunk.search_id.in_(searches)))
+    db.execute(delete(DesignSearchRow).where(DesignSearchRow.experiment_id == experiment.id))
     db.execute(delete(Experiment).where(Experiment.id == experiment.id))
     db.commit()

@@ -104,12 +104,7 @@ class Expansion:
 
 def axis_values(axis: SweepAxis) -> list[Scalar]:
     """The finite values of a list or range axis (ranges include their stop, within rounding)."""
-    if axis.values is not None:
-        return list(axis.values)
-    assert axis.start is not None and axis.stop is not None and axis.step is not None
-    count = math.floor((axis.stop - axis.start) / axis.step + 1e-9) + 1
-    values = [axis.start + i * axis.step for i in range(count)]
-    return [round(v) for v in values] if axis.integer else [round(v, 12) for v in values]
+    return axis.finite_values()
 
 
 def sample_value(axis: SweepAxis, rng: random.Random) -> Scalar:

@@ -17,6 +17,7 @@ from backend.db.models import Experiment, Run, Training
 from backend.delivery.dispatch import dispatch
 from backend.delivery.send import BrokerUnavailable
 from backend.experiments.expand import Expansion, RunPlan, training_key
+from backend.searches.records import cancel_experiment_searches, record_search
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import BASELINE
@@ -75,6 +76,8 @@ def record_experiment(
         db.add(run)
         runs.append((run, plan))
     db.flush()
+    if spec.search is not None:
+        record_search(db, experiment.id, spec.search, owner_id)
 
     baseline_members = [{"name": BASELINE}]
     baselines = {
@@ -159,7 +162,8 @@ def _cancel_trainings(trainings: list[Training]) -> None:
 
 
 def cancel_experiment(db: Session, experiment: Experiment) -> None:
-    """Cancel every open run and training of the experiment at once, stranded ones included."""
+    """Cancel every open run and training of the experiment at once, stranded ones included,
+    and its design searches still waiting or running."""
     trainings = list(
         db.scalars(
             select(Training).where(
@@ -173,6 +177,7 @@ def cancel_experiment(db: Session, experiment: Experiment) -> None:
         .values(status="cancelled", finished_at=datetime.now(UTC))
     )
     _cancel_trainings(trainings)
+    cancel_experiment_searches(db, experiment.id)
     refresh_experiment_status(db, experiment.id)
     db.commit()
 

@@ -418,3 +418,9 @@ PRESETS: dict[str, AcceleratorConfig] = {
         gradient_predictor=GradientPredictorUnit(enabled=True, macs_per_cycle=256),
     ),
 }
+
+
+def check_preset(choice: str | AcceleratorConfig) -> None:
+    """ValueError naming the presets when `choice` is a name that is not one of them."""
+    if isinstance(choice, str) and choice not in PRESETS:
+        raise ValueError(f"unknown preset '{choice}'; choose one of {sorted(PRESETS)}")

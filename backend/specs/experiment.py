@@ -6,10 +6,14 @@ the seeds, and optionally a sweep over any numeric or choice field. The sweep's 
 - ``training.<field>`` (e.g. ``training.learning_rate``),
 - ``accelerator.<field>`` and nested ``accelerator.energy.dram`` (applied to every accelerator),
 - ``<technique>.<field>`` (e.g. ``mercury.signature_bits``, applied where that technique runs).
+
+After its trainings an experiment may also run a hardware design search over their stored
+workloads (`search`, backend/specs/design_search.py; run by backend/searches/).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from backend.specs.accelerator import PRESETS, AcceleratorConfig
+from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
 from backend.specs.techniques import TechniqueParams
 from backend.specs.titles import field_title
 from backend.specs.training import TrainingConfig
@@ -68,6 +72,20 @@ class SweepAxis(_Spec):
             if self.log and self.low <= 0:
                 raise ValueError("a log interval needs low > 0")
         return self
+
+    def finite_values(self, integer: bool = False) -> list[Scalar]:
+        """The values of a list or range axis (a range includes its stop, within rounding);
+        `integer` rounds ranged values to integers as the axis's own `integer` does."""
+        if self.values is not None:
+            return list(self.values)
+        assert self.start is not None and self.stop is not None and self.step is not None
+        count = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
+        values = [self.start + i * self.step for i in range(count)]
+        return (
+            [round(v) for v in values]
+            if self.integer or integer
+            else [round(v, 12) for v in values]
+        )
 
 
 class Sweep(_Spec):
@@ -133,13 +151,17 @@ class ExperimentSpec(_Spec):
         "dense training on the run's own accelerator with only zero-skipping left on, with its "
         "storage formats (what a technique adds on top of a zero-skipping array)",
     )
+    search: DesignSearch | None = Field(
+        None,
+        description="a hardware design search over the stored workloads of the trainings, run "
+        "once they are done: the fronts of time, energy and area per technique",
+    )
 
     @field_validator("accelerators")
     @classmethod
     def _known_presets(cls, accelerators: list[Any]) -> list[Any]:
         for choice in accelerators:
-            if isinstance(choice, str) and choice not in PRESETS:
-                raise ValueError(f"unknown preset '{choice}'; choose one of {sorted(PRESETS)}")
+            check_preset(choice)
         return accelerators
 
     @field_validator("seeds")
@@ -149,3 +171,9 @@ class ExperimentSpec(_Spec):
             if not 0 <= seed < 2**31:
                 raise ValueError(f"seed {seed} must be in [0, 2^31)")
         return seeds
+
+
+# The search's spec builds on SweepAxis above, so it is imported once that exists.
+from backend.specs.design_search import DesignSearch  # noqa: E402
+
+ExperimentSpec.model_rebuild()

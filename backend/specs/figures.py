@@ -124,3 +124,10 @@ RUN_MEASURES: tuple[Measure, ...] = (
     Measure("energy_ratio", float, "", "run energy / baseline energy (1 for a baseline)", "×"),
     *ISO_AREA,
 )
+# A design of a hardware search, on one technique's stored workload (worker/sim/design_search.py),
+# in the order of its objectives (backend.specs.design_search.FIGURES: time, energy, area).
+DESIGN_MEASURES: tuple[Measure, ...] = (
+    Measure("time_s", float, "s", "the whole training's time on the design (cycles / clock)"),
+    Measure("energy_j", float, "J", "the whole training's energy on the design"),
+    Measure("area_mm2", float, "mm²", "the design's area at 45 nm, its technique's extensions on"),
+)

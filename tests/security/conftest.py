@@ -23,9 +23,11 @@ from sqlalchemy import select, update
 from backend.api.app import create_app
 from backend.auth.tokens import create_token
 from backend.auth.users import create_user
-from backend.db.models import Run, TeamMembership
+from backend.db.models import DesignSearchRow, Run, SavedAccelerator, TeamMembership
 from backend.db.session import session_scope
 from backend.settings import Settings
+from backend.specs.accelerator import PRESETS
+from backend.specs.design_search import DesignSearch
 from tests.conftest import (
     accounts_service_settings,
     free_port,
@@ -148,6 +150,7 @@ def world(client: TestClient, accounts_settings: Settings) -> World:
     dashboard_id = dashboard.json()["id"]
     link = client.post(f"/api/v1/dashboards/{dashboard_id}/share-links", headers=alice.auth)
     assert link.status_code == 201, link.text
+    search_id, accelerator_id = alice_search(accounts_settings, experiment_id, alice, marker)
     tokens = client.get("/api/v1/tokens", headers=alice.auth).json()
     invitation = client.post(
         f"/api/v1/teams/{team_id}/members",
@@ -169,7 +172,52 @@ def world(client: TestClient, accounts_settings: Settings) -> World:
         share_link_id=link.json()["id"],
         alice_token_id=tokens[0]["id"],
         invitation_id=invitation.json()["id"],
+        ids={"search_id": search_id, "design_index": 0, "accelerator_id": accelerator_id},
     )
+
+
+def alice_search(
+    settings: Settings, experiment_id: int, alice: Person, marker: str
+) -> tuple[int, int]:
+    """A finished design search of Alice's experiment, with design 0 on its front, and that
+    design saved as her own accelerator (the ids of both)."""
+    spec = DesignSearch(base="edge", mode="grid", parameters={"rows": {"values": [16]}})
+    config = PRESETS["edge"].model_copy(update={"name": f"design {marker}"[:64]})
+    points = {"index": [0], "figures": [[1.0, 2.0, 3.0]]}
+    with session_scope(settings.effective_database_url) as db:
+        search = DesignSearchRow(
+            experiment_id=experiment_id,
+            created_by=alice.id,
+            spec=spec.model_dump(mode="json"),
+            status="done",
+            designs=1,
+            result={
+                "objectives": list(spec.objectives),
+                "sample_size": spec.sample_size,
+                "workloads": {
+                    "sparsetrain": {
+                        "evaluated": 1,
+                        "feasible": 1,
+                        "front": points,
+                        "sample": points,
+                    }
+                },
+            },
+            design_fields={"index": [0], "fields": {"rows": [16]}},
+            front_designs={"0": config.model_dump(mode="json")},
+        )
+        db.add(search)
+        db.flush()
+        saved = SavedAccelerator(
+            owner_id=alice.id,
+            name=f"accelerator {marker}",
+            config=config.model_dump(mode="json"),
+            search_id=search.id,
+            design_index=0,
+        )
+        db.add(saved)
+        db.flush()
+        return search.id, saved.id
 
 
 def role_of(settings: Settings, team_id: int, user_id: int) -> str | None:

@@ -45,6 +45,7 @@ def path_values(world: World) -> dict[str, Any]:
         "link_id": world.share_link_id,
         "token": world.share_token,
         "invitation_id": world.invitation_id,
+        **world.ids,
     }
 
 
@@ -63,6 +64,14 @@ def body_for(method: str, path: str, world: World) -> Any:
         ("PATCH", "/api/v1/experiments/{experiment_id}"): {"tags": ["taken"], "notes": "over"},
         ("PATCH", "/api/v1/runs/{run_id}"): {"tags": ["taken"], "notes": "over"},
         ("PUT", "/api/v1/preferences"): {"run_table_columns": ["id"]},
+        ("POST", "/api/v1/experiments/{experiment_id}/searches"): {
+            "base": "edge",
+            "parameters": {"rows": {"values": [8]}},
+            "mode": "grid",
+        },
+        ("POST", "/api/v1/searches/{search_id}/designs/{design_index}/accelerator"): {
+            "name": "stolen"
+        },
     }
     return bodies.get((method, path))
 

@@ -43,9 +43,14 @@ Not counted: DRAM and its PHY, pads, clock tree, leakage.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from backend.specs.accelerator import AcceleratorConfig, AreaTable
+from backend.techniques.mercury.params import MercuryParams
 
 REGISTERS_PER_PE = 3
 UM2_PER_MM2 = 1e6
@@ -101,55 +106,102 @@ def pe_um2(table: AreaTable, word_bytes: int) -> float:
     return mac_um2(table, word_bytes) + REGISTERS_PER_PE * 8 * word_bytes * table.register_bit
 
 
-def mcache_um2(accel: AcceleratorConfig, size: McacheSize) -> tuple[float, float]:
+def mcache_size(technique_params: Sequence[Mapping[str, Any]] | None) -> McacheSize:
+    """The MCACHE a run's MERCURY parameters ask for (MercuryParams' defaults for what they do
+    not say, and for a run without MERCURY)."""
+    defaults = {name: info.default for name, info in MercuryParams.model_fields.items()}
+    given = next((p for p in technique_params or [] if p.get("name") == "mercury"), {})
+    params = defaults | dict(given)
+    return McacheSize(
+        entries=int(params["cache_entries"]),
+        ways=int(params["cache_ways"]),
+        signature_bits=max(int(params["signature_bits"]), int(params["max_bits"])),
+        direct=params["cache"] == "direct",
+    )
+
+
+@dataclass(frozen=True)
+class AreaFields:
+    """The fields of an accelerator its area depends on. Each number is a scalar or, for many
+    designs at once, a numpy array (worker.sim.design_search): the arithmetic is the same."""
+
+    table: AreaTable
+    word_bytes: int
+    index_bits: int
+    rows: Any
+    cols: Any
+    sram_kib: Any  # ifmap + filter + ofmap
+    zero_skipping: bool
+    mcache: bool
+    lookups_per_cycle: Any
+    projection_macs_per_cycle: Any
+    gradient_predictor: bool
+    predictor_macs_per_cycle: Any
+
+    @classmethod
+    def of(cls, accel: AcceleratorConfig) -> AreaFields:
+        return cls(
+            table=accel.area,
+            word_bytes=accel.word_bytes,
+            index_bits=accel.storage.index_bits,
+            rows=accel.rows,
+            cols=accel.cols,
+            sram_kib=accel.ifmap_sram_kib + accel.filter_sram_kib + accel.ofmap_sram_kib,
+            zero_skipping=accel.zero_skipping.enabled,
+            mcache=accel.mcache.enabled,
+            lookups_per_cycle=accel.mcache.lookups_per_cycle,
+            projection_macs_per_cycle=accel.mcache.projection_macs_per_cycle,
+            gradient_predictor=accel.gradient_predictor.enabled,
+            predictor_macs_per_cycle=accel.gradient_predictor.macs_per_cycle,
+        )
+
+
+def mcache_um2(f: AreaFields, size: McacheSize) -> tuple[Any, Any]:
     """(entries as SRAM, tag comparators) of the MCACHE, in µm²."""
-    table = accel.area
+    table = f.table
     ways = size.associativity
     lru_bits = math.ceil(math.log2(ways)) if ways > 1 else 0
-    entry_bits = size.signature_bits + 1 + lru_bits + 8 * accel.word_bytes
+    entry_bits = size.signature_bits + 1 + lru_bits + 8 * f.word_bytes
     sram = size.entries * entry_bits * table.sram_kib / (8 * 1024)
-    ports = accel.mcache.lookups_per_cycle or accel.rows
+    ports = np.where(f.lookups_per_cycle == 0, f.rows, f.lookups_per_cycle)
     comparators = ports * ways * comparator_um2(table, size.signature_bits)
     return sram, comparators
 
 
-def area(accel: AcceleratorConfig, mcache: McacheSize | None = None) -> AreaBreakdown:
-    """The accelerator's area by component; `mcache`: the MCACHE geometry the run's training
-    uses (MercuryParams' defaults when None)."""
-    table = accel.area
-    word_bits = 8 * accel.word_bytes
-    pes = accel.rows * accel.cols
+def area_components(f: AreaFields, mcache: McacheSize) -> dict[str, Any]:
+    """Each component's area in µm², scalars or arrays as `f`'s numbers are."""
+    table = f.table
+    word_bits = 8 * f.word_bytes
+    pes = f.rows * f.cols
     components = {
-        "pe_array": pes * pe_um2(table, accel.word_bytes),
-        "column_units": accel.cols
-        * (mac_um2(table, accel.word_bytes) + comparator_um2(table, word_bits)),
-        "edge_fifos": (accel.rows + accel.cols)
-        * table.edge_fifo_words
-        * word_bits
-        * table.register_bit,
-        "sram": (accel.ifmap_sram_kib + accel.filter_sram_kib + accel.ofmap_sram_kib)
-        * table.sram_kib,
+        "pe_array": pes * pe_um2(table, f.word_bytes),
+        "column_units": f.cols * (mac_um2(table, f.word_bytes) + comparator_um2(table, word_bits)),
+        "edge_fifos": (f.rows + f.cols) * table.edge_fifo_words * word_bits * table.register_bit,
+        "sram": f.sram_kib * table.sram_kib,
         "zero_skipping": 0.0,
         "mcache_sram": 0.0,
         "mcache_comparators": 0.0,
         "projection_unit": 0.0,
         "gradient_predictor": 0.0,
     }
-    if accel.zero_skipping.enabled:
-        index_bits = accel.storage.index_bits
+    if f.zero_skipping:
+        index_bits = f.index_bits
         index_unit = index_bits * table.register_bit + comparator_um2(table, index_bits)
         codec = comparator_um2(table, word_bits) + index_unit
-        components["zero_skipping"] = pes * index_unit + (accel.rows + accel.cols) * codec
-    if accel.mcache.enabled:
-        sram, comparators = mcache_um2(accel, mcache or McacheSize())
+        components["zero_skipping"] = pes * index_unit + (f.rows + f.cols) * codec
+    if f.mcache:
+        sram, comparators = mcache_um2(f, mcache)
         components["mcache_sram"] = sram
         components["mcache_comparators"] = comparators
-        components["projection_unit"] = accel.mcache.projection_macs_per_cycle * mac_um2(
-            table, accel.word_bytes
-        )
-    if accel.gradient_predictor.enabled:
-        components["gradient_predictor"] = accel.gradient_predictor.macs_per_cycle * pe_um2(
-            table, accel.word_bytes
-        )
+        components["projection_unit"] = f.projection_macs_per_cycle * mac_um2(table, f.word_bytes)
+    if f.gradient_predictor:
+        components["gradient_predictor"] = f.predictor_macs_per_cycle * pe_um2(table, f.word_bytes)
     components["interconnect"] = table.interconnect_fraction * sum(components.values())
-    return AreaBreakdown(components)
+    return components
+
+
+def area(accel: AcceleratorConfig, mcache: McacheSize | None = None) -> AreaBreakdown:
+    """The accelerator's area by component; `mcache`: the MCACHE geometry the run's training
+    uses (MercuryParams' defaults when None)."""
+    components = area_components(AreaFields.of(accel), mcache or McacheSize())
+    return AreaBreakdown({name: float(value) for name, value in components.items()})

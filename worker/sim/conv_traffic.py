@@ -37,6 +37,11 @@ Residency (per operand, per SRAM half of S words):
 These are the same rules for reads of the input and for dX; tests/sim/test_conv_traffic.py checks
 the counts against a fold-by-fold loop over the real elements of the tensors.
 
+Two ways to the same counts: FoldRows lists one config's folds and transitions (the reference,
+used for a few configs); moved_rows counts many configs of one GEMM at once, from per-tile-size
+tables of rows per kernel-row interval and the offset tiles' few distinct patterns (below,
+"Counting for many accelerators at once"); tests/sim/test_design_search.py holds them equal.
+
 Open choices, stated: whole rows move (columns a tile does not need come along: a row is the
 transfer unit); a fold's own rows are assumed to fit its half while it runs; dilation > 1 is not
 modelled (such convolutions keep the im2col convention, and the simulation says so). Whole rows
@@ -315,6 +320,16 @@ def _fold_order(
     return orders[(operand, dataflow)]
 
 
+@lru_cache(maxsize=4096)
+def _tensor_rows(conv: ConvGeometry) -> tuple[int, int, int]:
+    """(rows any window touches, rows of the tensor, words per row) of one group's operand."""
+    g = _rows_geometry(conv)
+    image_rows_read = {
+        oh * g.stride - g.pad + r for oh in range(g.out_h) for r in range(g.kernel_h)
+    } & set(range(g.height))
+    return g.batch * g.channels * len(image_rows_read), g.batch * g.channels * g.height, g.width
+
+
 @lru_cache(maxsize=512)
 def fold_rows(
     conv: ConvGeometry, pass_: TrainingPass, dataflow: int, rows: int, cols: int
@@ -322,17 +337,8 @@ def fold_rows(
     """The rows of the pass's im2col operand (FWD A, BWD-WEIGHT B, BWD-DATA C) fold by fold."""
     g = _rows_geometry(conv)
     outer, inner = _fold_order(pass_, dataflow, rows, cols, conv.out_channels // conv.groups)
-    image_rows_read = {
-        oh * g.stride - g.pad + r for oh in range(g.out_h) for r in range(g.kernel_h)
-    } & set(range(g.height))
-    return FoldRows(
-        geometry=g,
-        outer=outer,
-        inner=inner,
-        touched=g.batch * g.channels * len(image_rows_read),
-        image_rows=g.batch * g.channels * g.height,
-        row_words=g.width,
-    )
+    touched, image_rows, row_words = _tensor_rows(conv)
+    return FoldRows(g, outer, inner, touched, image_rows, row_words)
 
 
 def _fold_counts(many: list[FoldRows]) -> list[FoldCounts]:
@@ -495,18 +501,14 @@ def output_traffic(folds: FoldRows, half_words: float) -> tuple[float, float]:
     return float((written + untouched) * w), float((written - folds.touched) * w)
 
 
+# From this many configs of one GEMM on, moved_rows counts them together (the same numbers).
+BATCHED_FROM = 32
+
 _HALF_OF_PASS = {
     TrainingPass.FWD: "ifmap",
     TrainingPass.BWD_WEIGHT: "filter",
     TrainingPass.BWD_DATA: "ofmap",
 }
-
-
-def _fits(folds: FoldRows, op: GemmOp, half_words: float) -> bool:
-    """Whether the operand's tensor fits one SRAM half (the rows `output_traffic` or
-    `input_reads` hold): its traffic needs no per-fold count."""
-    held = folds.image_rows if op.pass_ is TrainingPass.BWD_DATA else folds.touched
-    return _fit_one_half(held, folds.row_words, half_words)
 
 
 def with_tensor_traffic(
@@ -520,7 +522,9 @@ def with_tensor_traffic(
     half_words: dict[str, np.ndarray],
 ) -> DramTraffic:
     """`traffic` (configs x GEMMs, im2col convention) with the real-tensor counts put in for the
-    configs flagged in `tensor` and the GEMMs that carry a supported convolution geometry."""
+    configs flagged in `tensor` and the GEMMs that carry a supported convolution geometry:
+    per GEMM, every config at once (moved_rows), or, below BATCHED_FROM configs, each config's
+    FoldRows (input_reads, output_traffic): the same numbers."""
     shape = on_array.shape
 
     def writable(values: np.ndarray) -> np.ndarray:
@@ -528,27 +532,39 @@ def with_tensor_traffic(
 
     ifmap, filt = writable(traffic.ifmap_reads), writable(traffic.filter_reads)
     ofmap_reads, ofmap_writes = writable(traffic.ofmap_reads), writable(traffic.ofmap_writes)
-    configs = np.flatnonzero(tensor.reshape(-1))
-    todo = [
-        (i, p, fold_rows(op.conv, op.pass_, int(df[p, 0]), int(rows[p, 0]), int(cols[p, 0])))
-        for i, op in enumerate(ops)
-        if supports_tensor_traffic(op.conv)
-        for p in configs
-        if on_array[p, i]
-    ]
-    half = [
-        (i, p, folds, float(half_words[_HALF_OF_PASS[ops[i].pass_]][p, 0])) for i, p, folds in todo
-    ]
-    count_folds([folds for i, p, folds, words in half if not _fits(folds, ops[i], words)])
-    for i, p, folds, words in half:
-        if ops[i].pass_ is TrainingPass.FWD:
-            ifmap[p, i] = min(ifmap[p, i], input_reads(folds, words))
-        elif ops[i].pass_ is TrainingPass.BWD_WEIGHT:
-            filt[p, i] = min(filt[p, i], input_reads(folds, words))
-        else:
-            writes, reads = output_traffic(folds, words)
-            if writes + reads < ofmap_writes[p, i] + ofmap_reads[p, i]:
-                ofmap_writes[p, i], ofmap_reads[p, i] = writes, reads
+    flagged = tensor.reshape(-1)
+    for i, op in enumerate(ops):
+        if not supports_tensor_traffic(op.conv):
+            continue
+        p = np.flatnonzero(flagged & on_array[:, i])
+        if not len(p):
+            continue
+        touched, image_rows, w = _tensor_rows(op.conv)
+        half = half_words[_HALF_OF_PASS[op.pass_]][p, 0]
+        output = op.pass_ is TrainingPass.BWD_DATA
+        fits = (image_rows if output else touched) * w <= half
+        moved = np.zeros(len(p), dtype=np.int64)
+        spill = np.flatnonzero(~fits)
+        q = p[spill]
+        if len(spill) >= BATCHED_FROM:
+            moved[spill] = moved_rows(
+                op.conv, op.pass_, df[q, 0], rows[q, 0], cols[q, 0], half[spill] // w
+            )
+        elif len(spill):  # a few configs: fold by fold costs less than setting up the batch
+            moved[spill] = [
+                fold_rows(op.conv, op.pass_, int(f), int(r), int(c)).counts.moved(w, float(h))
+                for f, r, c, h in zip(df[q, 0], rows[q, 0], cols[q, 0], half[spill], strict=True)
+            ]
+        if not output:
+            reads = np.where(fits, touched, moved) * w
+            target = ifmap if op.pass_ is TrainingPass.FWD else filt
+            target[p, i] = np.minimum(target[p, i], reads.astype(np.float64))
+            continue
+        writes = np.where(fits, image_rows, moved + image_rows - touched) * w
+        reads = np.where(fits, 0, moved - touched) * w
+        better = writes + reads < ofmap_writes[p, i] + ofmap_reads[p, i]
+        ofmap_writes[p[better], i] = writes[better]
+        ofmap_reads[p[better], i] = reads[better]
     return DramTraffic(
         ifmap_reads=ifmap,
         filter_reads=filt,
@@ -574,3 +590,380 @@ def tensor_traffic_notes(ops: list[GemmOp]) -> list[str]:
     if dilated:
         notes.append("dilated convolutions moved im2col matrices: " + ", ".join(dilated))
     return notes
+
+
+# Counting for many accelerators at once (what with_tensor_traffic runs; the FoldRows path above
+# is the per-GEMM reference the tests hold it to).
+#
+# A fold (position tile p, offset tile q) touches, per channel piece of q, the input rows of p's
+# output rows through that piece's kernel rows [r0, r1]; channels are alike, so
+#     rows(p, q) = C[q] . F[p]
+# with C[q] the count of q's pieces per kernel-row interval (its first and last channel's pieces,
+# and its whole kernels) and F[p] the rows of tile p per interval. Consecutive folds share, with
+# the same offset tile, C[q] . G[p] (G: per interval, the rows tiles p and p' share); with
+# different offset tiles, only the channel both hold (at most one), through each one's kernel
+# rows. Offset tiles take few distinct C (their starts modulo one kernel), so every transition of
+# a sequence is listed once per distinct (C[q], p) with its multiplicity, not once per fold. The
+# rows a sequence keeps across transitions are a sum of shared rows over transitions whose
+# "before" fits an SRAM half: per config, a search in the transitions sorted by "before".
+
+
+def _common_rows(
+    g: _Rows, ta: np.ndarray, ra: np.ndarray, tb: np.ndarray, rb: np.ndarray
+) -> np.ndarray:
+    """Rows common to (position tile ta, kernel rows ra) and (tb, rb), element by element:
+    tiles as (4, n) arrays (n0, a0, n1, b1), kernel rows as (2, n) arrays (r0, r1)."""
+    n = ta.shape[1]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    geometry = [np.full(n, v, dtype=np.int64) for v in (g.out_h, g.height, g.stride, g.pad)]
+    pairs = _Pairs(np.arange(n), *ta, *ra, *tb, *rb, np.ones(n, dtype=np.int64), *geometry)
+    return _count_pairs(pairs, n)
+
+
+def _intervals(g: _Rows) -> np.ndarray:
+    """Every kernel-row interval [r0, r1] as a (2, I) array; interval slot r0 * R + r1."""
+    r0, r1 = np.triu_indices(g.kernel_h)
+    return np.stack([r0, r1]).astype(np.int64)
+
+
+def _slot(g: _Rows, rows: np.ndarray) -> np.ndarray:
+    return rows[0] * g.kernel_h + rows[1]
+
+
+class _PositionTable:
+    """Per position tile p and kernel-row interval: the rows p touches (F), the rows p and p + 1
+    share (G), and the rows the last and the first tile share per pair of intervals (X); other
+    pairs of intervals on demand (`pair`)."""
+
+    def __init__(self, g: _Rows, tile: int | None) -> None:
+        self.g = g
+        self.tiles = _position_tiles(g, tile).n0_a0_n1_b1
+        count = self.tiles.shape[1]
+        intervals = _intervals(g)
+        width = g.kernel_h * g.kernel_h
+        slots = _slot(g, intervals)
+        self.F = self._grid(np.arange(count), np.arange(count), intervals, slots, width)
+        self.G = self._grid(np.arange(count - 1), np.arange(1, count), intervals, slots, width)
+        last, first = np.array([count - 1]), np.array([0])
+        ia, ib = np.meshgrid(np.arange(len(slots)), np.arange(len(slots)), indexing="ij")
+        x = _common_rows(
+            g,
+            self.tiles[:, last.repeat(ia.size)],
+            intervals[:, ia.ravel()],
+            self.tiles[:, first.repeat(ia.size)],
+            intervals[:, ib.ravel()],
+        )
+        self.X = np.zeros((width, width), dtype=np.int64)
+        self.X[slots[ia.ravel()], slots[ib.ravel()]] = x
+        self._pairs: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def _grid(
+        self, pa: np.ndarray, pb: np.ndarray, intervals: np.ndarray, slots: np.ndarray, width: int
+    ) -> np.ndarray:
+        out = np.zeros((len(pa), width), dtype=np.int64)
+        if len(pa):
+            n = len(slots)
+            counts = _common_rows(
+                self.g,
+                self.tiles[:, pa.repeat(n)],
+                np.tile(intervals, len(pa)),
+                self.tiles[:, pb.repeat(n)],
+                np.tile(intervals, len(pa)),
+            )
+            out[:, slots] = counts.reshape(len(pa), n)
+        return out
+
+    def pair(self, step: int, sa: int, sb: int) -> np.ndarray:
+        """Rows common to (p, interval slot sa) and (p + step, slot sb), per p."""
+        key = (step, sa, sb)
+        if key not in self._pairs:
+            count = self.tiles.shape[1] - step
+            p = np.arange(max(count, 0))
+            r = self.g.kernel_h
+            ra = np.array([[sa // r], [sa % r]]).repeat(len(p), axis=1)
+            rb = np.array([[sb // r], [sb % r]]).repeat(len(p), axis=1)
+            self._pairs[key] = _common_rows(
+                self.g, self.tiles[:, p], ra, self.tiles[:, p + step], rb
+            )
+        return self._pairs[key]
+
+
+@lru_cache(maxsize=65536)
+def _position_table(g: _Rows, tile: int | None) -> _PositionTable:
+    return _PositionTable(g, tile)
+
+
+@dataclass(frozen=True)
+class _OffsetPlan:
+    """The offset tiles of one tile size: each tile's pieces per interval slot (C, distinct rows
+    `patterns` with their multiplicity), and the transitions between consecutive tiles that
+    share a channel (each with the before tile's C row, the shared channel's interval slot in
+    either tile, and its multiplicity), and the wrap from the last tile to the first."""
+
+    C: np.ndarray  # (Q, I)
+    patterns: np.ndarray  # (distinct, I)
+    pattern_count: np.ndarray
+    moves: np.ndarray  # (distinct, I + 2): C of the tile before, slot in it, slot in the next
+    move_count: np.ndarray
+    wrap: tuple[int, int] | None  # the channel shared by the last and the first tile (slots)
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if len(rows) == 0:
+        return rows, np.zeros(0, dtype=np.int64)
+    distinct, counts = np.unique(rows, axis=0, return_counts=True)
+    return distinct, counts.astype(np.int64)
+
+
+@lru_cache(maxsize=65536)
+def _offset_plan(g: _Rows, tile: int | None) -> _OffsetPlan:
+    off = _offset_tiles(g, tile)
+    count, width = len(off.start), g.kernel_h * g.kernel_h
+    first, last = off.first_channel, off.last_channel
+    tiles = np.arange(count)
+    C = np.zeros((count, width), dtype=np.int64)
+    np.add.at(C, (tiles, _slot(g, _kernel_rows(g, off.start, off.end, first))), 1)
+    split = last > first
+    last_slot = _slot(g, _kernel_rows(g, off.start, off.end, last))
+    np.add.at(C, (tiles[split], last_slot[split]), 1)
+    C[:, g.kernel_h - 1] += np.maximum(last - first - 1, 0)  # whole kernels: slot of [0, R-1]
+
+    def shared_channel(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        channel = np.maximum(first[a], first[b])
+        common = channel <= np.minimum(last[a], last[b])
+        sa = _slot(g, _kernel_rows(g, off.start[a], off.end[a], channel))
+        sb = _slot(g, _kernel_rows(g, off.start[b], off.end[b], channel))
+        return common, sa, sb
+
+    a, b = tiles[:-1], tiles[1:]
+    common, sa, sb = shared_channel(a, b)
+    moves = np.concatenate([C[a], sa[:, None], sb[:, None]], axis=1)[common]
+    wrap = None
+    if count > 1:
+        w_common, w_sa, w_sb = shared_channel(np.array([count - 1]), np.array([0]))
+        wrap = (int(w_sa[0]), int(w_sb[0])) if w_common[0] else None
+    return _OffsetPlan(C, *_distinct_rows(C), *_distinct_rows(moves), wrap)
+
+
+def _held_sums(
+    row: np.ndarray,
+    value: np.ndarray,
+    weight: np.ndarray,
+    rows: int,
+    query_row: np.ndarray,
+    threshold: np.ndarray,
+) -> np.ndarray:
+    """Per query j: the sum of the weights of the items of row `query_row[j]` whose value is
+    at most `threshold[j]` (items: `row`, `value`, `weight`; rows numbered 0..rows-1)."""
+    span = int(value.max()) + 2 if len(value) else 2
+    keys = row * span + value
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    cumulative = np.concatenate([[0], np.cumsum(weight[order])])
+    starts = np.searchsorted(keys, np.arange(rows) * span)
+    query = query_row * span + np.clip(threshold, -1, span - 2)
+    return cumulative[np.searchsorted(keys, query, side="right")] - cumulative[starts[query_row]]
+
+
+def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For items listed owner by owner, `lengths[o]` items each: each item's owner and its
+    position within the owner's items."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    first = np.cumsum(lengths) - lengths
+    return owner, np.arange(len(owner)) - first[owner]
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1)
+
+
+def moved_rows(
+    conv: ConvGeometry,
+    pass_: TrainingPass,
+    dataflow: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    half_rows: np.ndarray,
+) -> np.ndarray:
+    """Rows of the pass's im2col operand moved over all folds (FoldCounts.moved), per config:
+    `half_rows` is the number of whole rows one SRAM half holds (half words // row words)."""
+    g = _rows_geometry(conv)
+    filters = conv.out_channels // conv.groups
+    out = np.zeros(len(rows), dtype=np.int64)
+    for flow in np.unique(dataflow):
+        where = np.flatnonzero(dataflow == flow)
+        outer, inner = _fold_order(pass_, int(flow), 1, 1, filters)
+        out[where] = _moved_one_order(
+            g, outer[0], inner[0], filters, rows[where], cols[where], half_rows[where]
+        )
+    return out
+
+
+def _moved_one_order(
+    g: _Rows,
+    outer: str,
+    inner: str,
+    filters: int,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    half_rows: np.ndarray,
+) -> np.ndarray:
+    """moved_rows for configs that share the fold order (outer, inner): the inner dimension is
+    tiled by the array's rows, the outer by its columns (SCALE-Sim's order). Every distinct
+    (position tile, offset tile) pair is one key; the transitions of all keys are listed as
+    items (row of the key, rows before, rows shared x multiplicity) in a few array operations."""
+    none = np.full(len(rows), -1)
+    pos_tile = np.where(inner == POS, rows, cols) if POS in (outer, inner) else none
+    off_tile = np.where(inner == OFF, rows, cols) if OFF in (outer, inner) else none
+    rep = "outer" if outer == REP else "inner" if inner == REP else None
+    k = ceil_div(filters, cols if rep == "outer" else rows) if rep else np.ones_like(rows)
+    by_positions = outer == POS and inner == OFF  # position tiles outer, offset tiles inner
+    p_values, p_of_config = np.unique(pos_tile, return_inverse=True)
+    u_values, u_of_config = np.unique(off_tile, return_inverse=True)
+    keys, key_of_config = np.unique(
+        np.stack([p_of_config.reshape(-1), u_of_config.reshape(-1)]), axis=1, return_inverse=True
+    )
+    kp, ku = keys
+    t = _Tables([_position_table(g, None if v < 0 else int(v)) for v in p_values.tolist()])
+    o = _Plans([_offset_plan(g, None if v < 0 else int(v)) for v in u_values.tolist()])
+    items = _position_major(t, o, kp, ku) if by_positions else _offset_major(t, o, kp, ku, rep)
+    row, value, weight = (np.concatenate(part) for part in zip(*items, strict=True))
+    which = key_of_config.reshape(-1)
+    kept_steps = _held_sums(row, value, weight, 2 * len(kp), 2 * which, half_rows)
+    kept_extra = _held_sums(row, value, weight, 2 * len(kp), 2 * which + 1, half_rows)
+    total = _dot(o.total_C[ku], t.F_sum[kp])[which]
+    if rep == "outer":
+        return k * total - k * kept_steps - (k - 1) * kept_extra
+    if rep == "inner":
+        return k * total - kept_steps - (k - 1) * kept_extra
+    return total - kept_steps
+
+
+class _Tables:
+    """Position tables of several tile sizes, stacked: F and G rows of table i start at
+    F_start[i] and G_start[i]."""
+
+    def __init__(self, tables: list[_PositionTable]) -> None:
+        self.tables = tables
+        self.P = np.array([t.F.shape[0] for t in tables])
+        self.F = np.concatenate([t.F for t in tables])
+        self.G = np.concatenate([t.G for t in tables])
+        self.F_start = np.cumsum(self.P) - self.P
+        self.G_start = self.F_start - np.arange(len(tables))
+        self.F_last = np.stack([t.F[-1] for t in tables])
+        self.F_sum = np.stack([t.F.sum(axis=0) for t in tables])
+        self.X = np.stack([t.X for t in tables])
+
+    def pairs(
+        self, table: np.ndarray, step: int, sa: np.ndarray, sb: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows common to (p, sa) and (p + step, sb) of each (table, sa, sb), pooled: the
+        pool, and where each one's vector starts in it."""
+        combos, which = np.unique(np.stack([table, sa, sb]), axis=1, return_inverse=True)
+        vectors = [self.tables[i].pair(step, a, b) for i, a, b in combos.T.tolist()]
+        lengths = np.array([len(v) for v in vectors], dtype=np.int64)
+        pool = np.concatenate(vectors) if vectors else np.zeros(0, np.int64)
+        return pool, (np.cumsum(lengths) - lengths)[which.reshape(-1)]
+
+
+class _Plans:
+    """Offset plans of several tile sizes, stacked (patterns and moves of plan i from
+    pattern_start[i] and move_start[i])."""
+
+    def __init__(self, plans: list[_OffsetPlan]) -> None:
+        self.patterns = np.concatenate([p.patterns for p in plans])
+        self.pattern_count = np.concatenate([p.pattern_count for p in plans])
+        self.pattern_n = np.array([len(p.patterns) for p in plans])
+        self.pattern_start = np.cumsum(self.pattern_n) - self.pattern_n
+        moves = np.concatenate([p.moves for p in plans])
+        width = self.patterns.shape[1]
+        self.moves, self.move_sa, self.move_sb = (
+            moves[:, :width],
+            moves[:, width],
+            moves[:, width + 1],
+        )
+        self.move_count = np.concatenate([p.move_count for p in plans])
+        self.move_n = np.array([len(p.moves) for p in plans])
+        self.move_start = np.cumsum(self.move_n) - self.move_n
+        self.tiles = np.array([len(p.C) for p in plans])
+        self.C_first = np.stack([p.C[0] for p in plans])
+        self.C_last = np.stack([p.C[-1] for p in plans])
+        self.total_C = np.stack([p.C.sum(axis=0) for p in plans])
+        self.has_wrap = np.array([p.wrap is not None for p in plans])
+        wraps = np.array([p.wrap or (0, 0) for p in plans], dtype=np.int64).reshape(-1, 2)
+        self.wrap_sa, self.wrap_sb = wraps[:, 0], wraps[:, 1]
+
+
+_Items = tuple[np.ndarray, np.ndarray, np.ndarray]  # row, value (rows before), weight (shared)
+
+
+def _offset_major(
+    t: _Tables, o: _Plans, kp: np.ndarray, ku: np.ndarray, rep: str | None
+) -> list[_Items]:
+    """Offset tiles outer, position tiles inner: within an offset tile p -> p + 1 (C . G);
+    between offset tiles (q, last p) -> (q + 1, 0) (the shared channel, X). Extra items: each
+    fold after itself (inner REP) or the last fold back to the first (outer REP)."""
+    P = t.P[kp]
+    key, local = _ragged(o.pattern_n[ku] * (P - 1))
+    steps = np.maximum(P - 1, 1)[key]
+    j = o.pattern_start[ku][key] + local // steps
+    y = local % steps
+    within = (
+        2 * key,
+        _dot(o.patterns[j], t.F[t.F_start[kp][key] + y]),
+        _dot(o.patterns[j], t.G[t.G_start[kp][key] + y]) * o.pattern_count[j],
+    )
+    key, local = _ragged(o.move_n[ku])
+    j = o.move_start[ku][key] + local
+    cross = (
+        2 * key,
+        _dot(o.moves[j], t.F_last[kp][key]),
+        t.X[kp[key], o.move_sa[j], o.move_sb[j]] * o.move_count[j],
+    )
+    items = [within, cross]
+    if rep == "inner":  # every fold after itself: all its rows
+        key, local = _ragged(o.pattern_n[ku] * P)
+        j = o.pattern_start[ku][key] + local // P[key]
+        before = _dot(o.patterns[j], t.F[t.F_start[kp][key] + local % P[key]])
+        items.append((2 * key + 1, before, before * o.pattern_count[j]))
+    elif rep == "outer":  # the last fold (last q, last p) back to the first (0, 0)
+        diagonal = np.diagonal(t.X, axis1=1, axis2=2)
+        shared = np.where(
+            o.tiles[ku] == 1,
+            _dot(o.C_first[ku], diagonal[kp]),
+            np.where(o.has_wrap[ku], t.X[kp, o.wrap_sa[ku], o.wrap_sb[ku]], 0),
+        )
+        items.append((2 * np.arange(len(kp)) + 1, _dot(o.C_last[ku], t.F_last[kp]), shared))
+    return items
+
+
+def _position_major(t: _Tables, o: _Plans, kp: np.ndarray, ku: np.ndarray) -> list[_Items]:
+    """Position tiles outer, offset tiles inner: within a position tile q -> q + 1 (their
+    shared channel); between position tiles (p, last q) -> (p + 1, 0)."""
+    P = t.P[kp]
+    move_key, move_local = _ragged(o.move_n[ku])
+    move = o.move_start[ku][move_key] + move_local
+    pool, pool_start = t.pairs(kp[move_key], 0, o.move_sa[move], o.move_sb[move])
+    owner, y = _ragged(P[move_key])
+    key, j = move_key[owner], move[owner]
+    within = (
+        2 * key,
+        _dot(o.moves[j], t.F[t.F_start[kp][key] + y]),
+        pool[pool_start[owner] + y] * o.move_count[j],
+    )
+    one_tile = o.tiles[ku] == 1
+    crossing = np.flatnonzero(one_tile | o.has_wrap[ku])
+    owner, y = _ragged(P[crossing] - 1)
+    key = crossing[owner]
+    F_rows = t.F[t.F_start[kp][key] + y]
+    wrapped = np.flatnonzero(~one_tile[key])
+    shared = _dot(o.C_first[ku][key], t.G[t.G_start[kp][key] + y])
+    if len(wrapped):
+        pool, pool_start = t.pairs(
+            kp[key[wrapped]], 1, o.wrap_sa[ku][key[wrapped]], o.wrap_sb[ku][key[wrapped]]
+        )
+        shared[wrapped] = pool[pool_start + y[wrapped]]
+    cross = (2 * key, _dot(o.C_last[ku][key], F_rows), shared)
+    return [within, cross]

@@ -10,11 +10,11 @@ operand, so it sums to the total minus those.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from backend.specs.accelerator import AcceleratorConfig
 from worker.sim.extensions import ExtraOpCounts
 from worker.sim.results import ENERGY_LEVELS, OPERANDS
 
@@ -36,7 +36,7 @@ class EnergyColumns:
 
 
 def energy_columns(
-    accels: list[AcceleratorConfig],
+    cfg: Mapping[str, np.ndarray],
     macs_done: np.ndarray,
     sram_reads: dict[str, np.ndarray],
     sram_writes: dict[str, np.ndarray],
@@ -45,10 +45,12 @@ def energy_columns(
     extra: ExtraOpCounts,
     has_mcache: np.ndarray,
 ) -> EnergyColumns:
-    def table(attr: str) -> np.ndarray:
-        return np.asarray([getattr(a.energy, attr) for a in accels]).reshape(-1, 1)
+    """`cfg`: the accelerators' fields as (P, 1) columns (worker.sim.simulate.ConfigColumns)."""
 
-    word_scale = np.asarray([a.word_bytes / 4 for a in accels]).reshape(-1, 1)
+    def table(attr: str) -> np.ndarray:
+        return cfg[f"energy.{attr}"]
+
+    word_scale = cfg["word_bytes"] / 4
     mac = table("mac_mult") + table("mac_add")
     register, sram, dram = table("register_file"), table("sram") * word_scale, table("dram")
     dram = dram * word_scale

@@ -82,11 +82,11 @@ and stalls differ systematically, for these reasons:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from backend.specs.accelerator import AcceleratorConfig
 from worker.sim.systolic import IS, OS, WS, ArrayMapping
 from worker.sim.workload import GemmOp, TrainingPass
 
@@ -180,7 +180,7 @@ def stall_cycles(
     return np.maximum(prologue, np.ceil(words / bandwidth) - compute_cycles)
 
 
-_FORMAT_CODES = {"dense": 0, "bitmap": 1, "compressed": 2}
+STORAGE_CODES = {"dense": 0, "bitmap": 1, "compressed": 2}
 # Which kind of tensor each operand of each pass holds (worker.sim.lowering).
 _OPERAND_KINDS = {
     TrainingPass.FWD: ("activations", "weights", "activations"),
@@ -189,21 +189,23 @@ _OPERAND_KINDS = {
 }
 
 
+STORAGE_KINDS = ("activations", "gradients", "weights")
+
+
 def stored_words_per_element(
-    accels: list[AcceleratorConfig], ops: list[GemmOp]
+    cfg: Mapping[str, np.ndarray], ops: list[GemmOp]
 ) -> dict[str, np.ndarray] | None:
     """(configs x GEMMs) words per element of A ("ifmap"), B ("filter") and C ("ofmap") in each
     accelerator's storage format, at the GEMM's measured densities; None when every accelerator
-    stores everything dense (one word per element)."""
-    kinds = ("activations", "gradients", "weights")
-    codes = np.asarray(
-        [[_FORMAT_CODES[getattr(a.storage, kind)] for kind in kinds] for a in accels]
-    )  # (configs, kinds)
+    stores everything dense (one word per element). `cfg`: the accelerators' fields as (P, 1)
+    columns (worker.sim.simulate.ConfigColumns): storage.<kind> as STORAGE_CODES,
+    storage.index_bits, storage.dense_fallback, word_bytes."""
+    codes = np.concatenate([cfg[f"storage.{kind}"] for kind in STORAGE_KINDS], axis=1)
     if not codes.any():
         return None
-    word_bits = np.asarray([8.0 * a.word_bytes for a in accels]).reshape(-1, 1)
-    index_bits = np.asarray([float(a.storage.index_bits) for a in accels]).reshape(-1, 1)
-    fallback = np.asarray([a.storage.dense_fallback for a in accels]).reshape(-1, 1)
+    word_bits = 8.0 * cfg["word_bytes"]
+    index_bits = cfg["storage.index_bits"].astype(np.float64)
+    fallback = cfg["storage.dense_fallback"]
     densities = [
         [op.density_a for op in ops],
         [op.density_b for op in ops],
@@ -211,7 +213,7 @@ def stored_words_per_element(
     ]
     out = {}
     for slot, name in enumerate(("ifmap", "filter", "ofmap")):
-        kind = np.asarray([kinds.index(_OPERAND_KINDS[op.pass_][slot]) for op in ops])
+        kind = np.asarray([STORAGE_KINDS.index(_OPERAND_KINDS[op.pass_][slot]) for op in ops])
         fmt = codes[:, kind]  # (configs, GEMMs)
         d = np.asarray(densities[slot], dtype=np.float64).reshape(1, -1)
         words = np.where(

@@ -44,7 +44,10 @@ The accelerator is taken as given; each result lists the extensions that were on
 simulate_many runs in phases that share one _Sweep (the GEMMs, the accelerators' fields, and per
 pair the reduced GEMM and the unit it runs on; built by _place): mapping onto the array
 (_map_onto_array), sparsity (_skip_zeros), extension units (_extension_units), traffic
-(_traffic), energy (_energy), then the training's columns (_training_columns).
+(_traffic), energy (_energy), then the training's columns (_training_columns). The phases read
+the accelerators only through ConfigColumns ((P, 1) arrays of their fields): simulate_many builds
+them from configs, a design search (worker.sim.design_search) from arrays of designs, and both
+get their columns from simulate_columns, so a design's figures in a search are simulate()'s.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from functools import cached_property
 
 import numpy as np
 
-from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig
+from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig, EnergyTable
 from worker.sim.conv_traffic import tensor_traffic_notes, with_tensor_traffic
 from worker.sim.energy import EnergyColumns, energy_columns
 from worker.sim.extensions import (
@@ -64,7 +67,14 @@ from worker.sim.extensions import (
     count_extra_ops,
     mcache_lookup_cycles,
 )
-from worker.sim.memory import DramTraffic, dram_traffic, stall_cycles, stored_words_per_element
+from worker.sim.memory import (
+    STORAGE_CODES,
+    STORAGE_KINDS,
+    DramTraffic,
+    dram_traffic,
+    stall_cycles,
+    stored_words_per_element,
+)
 from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
 from worker.sim.row_dataflow import (
     RowMapping,
@@ -169,9 +179,33 @@ def _feeders(ops: list[GemmOp]) -> list[int]:
     ]
 
 
-def _config_column(accels: list[AcceleratorConfig], attr: str) -> np.ndarray:
-    values = [_attr(accel, attr) for accel in accels]
-    return np.asarray(values).reshape(-1, 1)
+class ConfigColumns(dict[str, np.ndarray]):
+    """The accelerators' fields the simulator reads, by dotted name, each a (P, 1) column:
+    CONFIG_FIELDS as they are, and coded: "dataflow" (DATAFLOW_CODES), "extension_overlap"
+    (True: overlapped), "conv_operand_traffic" (True: tensor), "storage.<kind>"
+    (worker.sim.memory.STORAGE_CODES). A design search fills them from arrays of designs
+    (worker.sim.design_search) without building a config per design."""
+
+    @classmethod
+    def of(cls, accels: list[AcceleratorConfig]) -> ConfigColumns:
+        def column(values: list[object]) -> np.ndarray:
+            return np.asarray(values).reshape(-1, 1)
+
+        columns = cls({name: column([_attr(a, name) for a in accels]) for name in CONFIG_FIELDS})
+        columns["dataflow"] = column([DATAFLOW_CODES[a.dataflow] for a in accels])
+        columns["extension_overlap"] = column([a.extension_overlap == "overlapped" for a in accels])
+        columns["conv_operand_traffic"] = column(
+            [a.conv_operand_traffic == "tensor" for a in accels]
+        )
+        for kind in STORAGE_KINDS:
+            columns[f"storage.{kind}"] = column(
+                [STORAGE_CODES[getattr(a.storage, kind)] for a in accels]
+            )
+        return columns
+
+    @property
+    def count(self) -> int:
+        return len(self["rows"])
 
 
 def _attr(obj: object, dotted: str) -> object:
@@ -190,12 +224,22 @@ def simulate_many(workload: Workload, accels: list[AcceleratorConfig]) -> list[S
         return []
     if not workload.ops:
         return [_result(workload, accel, {}) for accel in accels]
-    sweep = _place(workload, accels)
-    array = _skip_zeros(sweep, _map_onto_array(sweep))
+    cfg = ConfigColumns.of(accels)
+    return _results(workload, accels, cfg, simulate_columns(workload, cfg))
+
+
+def simulate_columns(
+    workload: Workload, cfg: ConfigColumns, memo: dict | None = None
+) -> dict[str, np.ndarray]:
+    """Every result column of the workload on the accelerators `cfg` holds, as (accelerators,
+    GEMMs) arrays over the whole training (a SimulationResult's columns, row by row). `memo`
+    keeps per-GEMM sparse work between calls on the same workload (a search's blocks)."""
+    sweep = _place(workload, cfg)
+    array = _skip_zeros(sweep, _map_onto_array(sweep), {} if memo is None else memo)
     units = _extension_units(sweep, array)
     traffic = _traffic(sweep, array)
     energy = _energy(sweep, array, units, traffic)
-    return _results(sweep, _training_columns(sweep, array, units, traffic, energy))
+    return _training_columns(sweep, array, units, traffic, energy)
 
 
 @dataclass(frozen=True)
@@ -205,9 +249,8 @@ class _Sweep:
     (P, L) arrays, the GEMM left after MERCURY's reductions and where it runs."""
 
     workload: Workload
-    accels: list[AcceleratorConfig]
     ops: _Ops
-    cfg: dict[str, np.ndarray]  # the _CONFIG_FIELDS, by dotted name
+    cfg: ConfigColumns
     rows: np.ndarray
     cols: np.ndarray
     gemm_df: np.ndarray  # the systolic dataflow GEMMs map with ("row" maps them as os)
@@ -232,11 +275,10 @@ class _Sweep:
         return self.m.shape
 
 
-def _place(workload: Workload, accels: list[AcceleratorConfig]) -> _Sweep:
+def _place(workload: Workload, cfg: ConfigColumns) -> _Sweep:
     """The GEMM each accelerator runs after MERCURY's reductions, and on which unit."""
     ops = _op_arrays(workload)
-    cfg = {name: _config_column(accels, name) for name in _CONFIG_FIELDS}
-    df = np.asarray([DATAFLOW_CODES[a.dataflow] for a in accels]).reshape(-1, 1)
+    df = cfg["dataflow"]
     has_mcache = cfg["mcache.enabled"].astype(bool)
     has_predictor = cfg["gradient_predictor.enabled"].astype(bool)
     projection_rate = cfg["mcache.projection_macs_per_cycle"]
@@ -250,7 +292,6 @@ def _place(workload: Workload, accels: list[AcceleratorConfig]) -> _Sweep:
     on_unit = on_predictor | on_projector
     return _Sweep(
         workload=workload,
-        accels=accels,
         ops=ops,
         cfg=cfg,
         rows=cfg["rows"].astype(np.int64),
@@ -260,7 +301,7 @@ def _place(workload: Workload, accels: list[AcceleratorConfig]) -> _Sweep:
         skips_zeros=cfg["zero_skipping.enabled"].astype(bool),
         has_predictor=has_predictor,
         projection_rate=projection_rate,
-        overlapped=np.asarray([a.extension_overlap == "overlapped" for a in accels]).reshape(-1, 1),
+        overlapped=cfg["extension_overlap"],
         m=m,
         k=k,
         n=n,
@@ -323,15 +364,15 @@ def _map_onto_array(s: _Sweep) -> _ArrayWork:
     )
 
 
-def _skip_zeros(s: _Sweep, array: _ArrayWork) -> _ArrayWork:
+def _skip_zeros(s: _Sweep, array: _ArrayWork, memo: dict) -> _ArrayWork:
     """The array work with zero-skipping's cycles and gated MACs where the accelerator skips
     zeros and an operand is sparse."""
     sparse = s.on_array & s.ops.sparse & s.skips_zeros
     if not sparse.any():
         return array
     cycles = array.cycles.copy()
-    _sparse_rows(s, array, sparse & s.by_rows, cycles)
-    _sparse_gemms(s, array, sparse & ~s.by_rows, cycles)
+    _sparse_rows(s, array, sparse & s.by_rows, cycles, memo)
+    _sparse_gemms(s, array, sparse & ~s.by_rows, cycles, memo)
     mac_fraction = np.where(sparse, gated_mac_fraction(s.ops.density_a, s.ops.density_b), 1.0)
     return replace(array, cycles=cycles, mac_fraction=mac_fraction)
 
@@ -349,25 +390,31 @@ def _group(columns: list[np.ndarray]) -> tuple[list[list[int]], np.ndarray]:
     return keys, inverse.reshape(-1)
 
 
-def _sparse_rows(s: _Sweep, array: _ArrayWork, pairs: np.ndarray, cycles: np.ndarray) -> None:
+def _sparse_rows(
+    s: _Sweep, array: _ArrayWork, pairs: np.ndarray, cycles: np.ndarray, memo: dict
+) -> None:
     """Into `cycles`: the array cycles of sparse convolutions on the row dataflow, one closed
     form per (GEMM, array shape)."""
     p, i = np.nonzero(pairs)
     if not len(p):
         return
     keys, inverse = _group([i, s.rows[p, 0], s.cols[p, 0]])
-    work: dict[int, SparseRows] = {}
     steps = np.empty(len(keys))
     for index, (op_index, r, c) in enumerate(keys):
-        if op_index not in work:
-            work[op_index] = SparseRows(s.workload.ops[op_index])
-        steps[index] = work[op_index].step_cycles(r, c)
+        key = ("rows", op_index, r, c)
+        if key not in memo:
+            if ("rows", op_index) not in memo:
+                memo["rows", op_index] = SparseRows(s.workload.ops[op_index])
+            memo[key] = memo["rows", op_index].step_cycles(r, c)
+        steps[index] = memo[key]
     row_map = array.row_map
     fill = row_map.row_folds * row_map.col_folds * row_map.fill_drain
     cycles[p, i] = steps[inverse] * array.kept[p, i] + fill[p, i] - 1
 
 
-def _sparse_gemms(s: _Sweep, array: _ArrayWork, pairs: np.ndarray, cycles: np.ndarray) -> None:
+def _sparse_gemms(
+    s: _Sweep, array: _ArrayWork, pairs: np.ndarray, cycles: np.ndarray, memo: dict
+) -> None:
     """Into `cycles`: the array cycles of sparse GEMMs on the systolic dataflows, the lane steps
     once per (GEMM, effective shape, lane tile, dataflow), times the folds of the other
     dimension."""
@@ -380,10 +427,12 @@ def _sparse_gemms(s: _Sweep, array: _ArrayWork, pairs: np.ndarray, cycles: np.nd
     flow = s.gemm_df[p, 0]
     tile = np.where(lane_tile_is_rows(flow, skip_a), rows, cols)
     keys, inverse = _group([i, m, k, n, tile, flow])
-    memo: dict = {}
-    steps = np.array(
-        [lane_steps(s.workload.ops[o], mm, kk, nn, t, f, memo) for o, mm, kk, nn, t, f in keys]
-    )
+    steps = np.empty(len(keys))
+    for index, (o, mm, kk, nn, t, f) in enumerate(keys):
+        key = ("lanes", o, mm, kk, nn, t, f)
+        if key not in memo:
+            memo[key] = lane_steps(s.workload.ops[o], mm, kk, nn, t, f, memo)
+        steps[index] = memo[key]
     repeats = other_folds(m, n, rows, cols, flow, skip_a)
     mapping = array.mapping
     fill = mapping.row_folds * mapping.col_folds * mapping.fill_drain
@@ -452,7 +501,7 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
         word_capacity["ifmap"], word_capacity["filter"], word_capacity["ofmap"],
     )  # fmt: skip
     traffic, moves = _reduced_away(s, traffic, array.mapping, word_capacity["ifmap"] // 2)
-    tensor = np.asarray([a.conv_operand_traffic == "tensor" for a in s.accels]).reshape(-1, 1)
+    tensor = cfg["conv_operand_traffic"]
     if tensor.any():
         halves = {name: words // 2 for name, words in word_capacity.items()}
         traffic = with_tensor_traffic(
@@ -461,7 +510,7 @@ def _traffic(s: _Sweep, array: _ArrayWork) -> _Traffic:
     # A GEMM fed by another's input stream (MERCURY's projection) reads no A from DRAM.
     fused = s.ops.feeder >= 0
     traffic = replace(traffic, ifmap_reads=np.where(fused, 0.0, traffic.ifmap_reads))
-    per_element = stored_words_per_element(s.accels, s.workload.ops)
+    per_element = stored_words_per_element(cfg, s.workload.ops)
     if per_element is not None:
         traffic = traffic.stored(per_element)
     stalls = np.where(moves, stall_cycles(traffic, array.cycles, cfg["dram_bandwidth"]), 0)
@@ -536,7 +585,7 @@ def _reduced_away(
 
 def _energy(s: _Sweep, array: _ArrayWork, units: _UnitWork, traffic: _Traffic) -> EnergyColumns:
     return energy_columns(
-        s.accels,
+        s.cfg,
         array.macs_done,
         traffic.sram_reads,
         traffic.sram_writes,
@@ -592,22 +641,27 @@ def _training_columns(
     return training
 
 
-def _results(s: _Sweep, training: dict[str, np.ndarray]) -> list[SimulationResult]:
-    labels = _labels(s.workload)
-    switched_on = np.concatenate([s.has_mcache, s.skips_zeros, s.has_predictor], axis=1).tolist()
+def _results(
+    workload: Workload,
+    accels: list[AcceleratorConfig],
+    cfg: ConfigColumns,
+    training: dict[str, np.ndarray],
+) -> list[SimulationResult]:
+    labels = _labels(workload)
+    switched_on = np.concatenate([cfg[f"{name}.enabled"] for name in EXTENSIONS], axis=1)
     return [
         _result(
-            s.workload,
+            workload,
             accel,
             {name: values[p] for name, values in training.items()},
             labels,
-            tuple(name for name, on in zip(EXTENSIONS, switched_on[p], strict=True) if on),
+            tuple(name for name, on in zip(EXTENSIONS, switched_on[p].tolist(), strict=True) if on),
         )
-        for p, accel in enumerate(s.accels)
+        for p, accel in enumerate(accels)
     ]
 
 
-_CONFIG_FIELDS = (
+CONFIG_FIELDS = (
     "rows",
     "cols",
     "ifmap_sram_kib",
@@ -622,6 +676,10 @@ _CONFIG_FIELDS = (
     "zero_skipping.enabled",
     "gradient_predictor.enabled",
     "gradient_predictor.macs_per_cycle",
+    "clock_mhz",
+    "storage.index_bits",
+    "storage.dense_fallback",
+    *(f"energy.{name}" for name in EnergyTable.model_fields),
 )
 
 

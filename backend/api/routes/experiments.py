@@ -39,6 +39,7 @@ from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, expand
 from backend.experiments.progress import OPEN, experiment_progress, trainings_progress
 from backend.experiments.quota import check_active_runs, check_queued_trainings
+from backend.searches.records import check_searchable
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import BASELINE
@@ -111,8 +112,11 @@ def create_experiment(
     user: CurrentUser,
 ) -> ExperimentOut:
     """Expand the spec into runs (a baseline for each training config and seed), store them,
-    and queue one training task per distinct training."""
+    and queue one training task per distinct training; a `search` starts once they are done
+    (`GET /experiments/{id}/searches`)."""
     require_team_editor(db, user, spec.team_id)
+    if spec.search is not None:
+        check_searchable(spec)
     expansion = _expand_checked(spec, settings)
     check_active_runs(db, user, len(expansion.runs), settings.max_active_runs_per_user)
     check_queued_trainings(

@@ -19,6 +19,7 @@ const form = $("spec-form");
 const errorBox = $("form-errors");
 let schemas = null;
 let presets = {};
+let saved = []; // the user's own accelerators (GET /accelerators), full configs
 let offered = []; // the server's techniques but the baseline every technique runs against
 let teams = null; // the teams you may submit to, or null in single-user mode
 let opened = null; // the order and the kept parts of the spec the form was opened from
@@ -86,6 +87,12 @@ function techniquesSection() {
       el("label", { for: "compose", text: "Also run the checked techniques composed in one run" })));
 }
 
+/** A preset's config, or one of the user's saved accelerators ("saved:ID"). */
+function startingPoint(value) {
+  if (!value.startsWith("saved:")) return presets[value];
+  return saved.find((a) => `saved:${a.id}` === value).config;
+}
+
 function acceleratorsSection() {
   const presetBoxes = Object.entries(presets).map(([name, p]) => el("div", { class: "field check" },
     el("input", { type: "checkbox", id: `preset-${name}`, name: "preset", value: name, checked: name === "tpu-like" }),
@@ -93,8 +100,9 @@ function acceleratorsSection() {
     el("span", { class: "hint", text: `${p.rows}×${p.cols} ${p.dataflow}, ${p.clock_mhz} MHz, ${p.dram_bandwidth} words/cycle` })));
   const custom = el("fieldset", { dataset: { path: "accelerator" }, hidden: true }, el("legend", { text: "Custom accelerator" }),
     el("div", { class: "field" }, el("label", { for: "custom-from", text: "Start from preset" }),
-      el("select", { id: "custom-from", onchange: (e) => { if (e.target.value) fill(form, "accelerator", presets[e.target.value]); refresh(); } },
-        el("option", { value: "", text: "defaults" }), Object.keys(presets).map((n) => el("option", { value: n, text: n })))),
+      el("select", { id: "custom-from", onchange: (e) => { if (e.target.value) fill(form, "accelerator", startingPoint(e.target.value)); refresh(); } },
+        el("option", { value: "", text: "defaults" }), Object.keys(presets).map((n) => el("option", { value: n, text: n })),
+        saved.length ? el("optgroup", { label: "your accelerators" }, saved.map((a) => el("option", { value: `saved:${a.id}`, text: a.name }))) : [])),
     objectFields(schemas, "AcceleratorConfig", "accelerator", { values: { name: "custom" } }));
   const useCustom = el("input", { type: "checkbox", id: "use-custom", name: "use-custom" });
   useCustom.addEventListener("change", () => { custom.hidden = !useCustom.checked; });
@@ -526,7 +534,7 @@ function pasteDialog() {
 }
 async function main() {
   let techniques, me;
-  [schemas, presets, techniques, me] = await Promise.all([loadSchemas(), getJson(`${API}/accelerator-presets`), loadTechniques(), getJson(`${API}/auth/me`)]);
+  [schemas, presets, techniques, me, saved] = await Promise.all([loadSchemas(), getJson(`${API}/accelerator-presets`), loadTechniques(), getJson(`${API}/auth/me`), getJson(`${API}/accelerators`)]);
   teams = me.mode === "single-user" ? null : me.teams.filter((team) => team.role !== "viewer");
   offered = techniques.filter((technique) => technique.name !== "baseline");
   context.techniques = techniques.map((technique) => technique.name);

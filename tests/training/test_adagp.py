@@ -35,7 +35,12 @@ CONFIG = TrainingConfig(
 )
 # warm-up epoch, then BP GP GP BP GP GP ... (GP opens right after warm-up, run pinned at 2)
 PINNED = AdaGPParams(
-    warmup_epochs=1, plateau_improvement=1.0, gp_batches=2, min_gp_batches=2, max_gp_batches=2
+    predictor="feedback",
+    warmup_epochs=1,
+    plateau_improvement=1.0,
+    gp_batches=2,
+    min_gp_batches=2,
+    max_gp_batches=2,
 )
 BATCHES = 20  # per epoch: 640 / 32
 SECOND_EPOCH_GP = 13  # BP GP GP x 6 and a final BP: 7 BP and 13 GP batches
@@ -149,7 +154,7 @@ def test_the_feedback_predictor_beats_the_previous_batch_reference() -> None:
     """BP only (the warm-up covers the run): after two epochs the predicted weight gradient is
     closer to the true one than the previous BP batch's true gradient is, in every layer."""
     config = CONFIG.model_copy(update={"epochs": 3, "train_samples": 1024})
-    params = AdaGPParams(warmup_epochs=3, cosine_every=1)
+    params = AdaGPParams(predictor="feedback", warmup_epochs=3, cosine_every=1)
     last = run_training(config, [params]).epochs[-1]
     assert last.figures["gp_fraction"] == 0.0
     for layer, figures in last.per_layer.items():
@@ -159,11 +164,11 @@ def test_the_feedback_predictor_beats_the_previous_batch_reference() -> None:
 
 
 def test_adaptive_rule_moves_the_gp_run_within_bounds() -> None:
-    never_good = AdaGPParams(warmup_epochs=0, plateau_improvement=1.0, gp_batches=3,
-                             min_gp_batches=1, max_gp_batches=3, cosine_every=1,
+    never_good = AdaGPParams(predictor="feedback", warmup_epochs=0, plateau_improvement=1.0,
+                             gp_batches=3, min_gp_batches=1, max_gp_batches=3, cosine_every=1,
                              shorten_ratio=100.0, lengthen_ratio=100.0)  # fmt: skip
-    always_good = AdaGPParams(warmup_epochs=0, plateau_improvement=1.0, gp_batches=1,
-                              min_gp_batches=1, max_gp_batches=6, cosine_every=1,
+    always_good = AdaGPParams(predictor="feedback", warmup_epochs=0, plateau_improvement=1.0,
+                              gp_batches=1, min_gp_batches=1, max_gp_batches=6, cosine_every=1,
                               shorten_ratio=0.0, lengthen_ratio=0.0)  # fmt: skip
     config = CONFIG.model_copy(update={"epochs": 1})
     shrinking = run_training(config, [never_good]).epochs[0].figures["gp_fraction"]
@@ -178,14 +183,16 @@ def test_adaptive_rule_moves_the_gp_run_within_bounds() -> None:
 def test_gp_waits_for_the_training_loss_to_flatten(reference: str, opens_at: int | None) -> None:
     """A loss decaying geometrically: drops 1.0, 0.4, 0.24, 0.16 (0.24 is under a quarter of
     the largest drop), relative improvements 50%, 40%, 40%, 44% (never under 25%)."""
-    params = AdaGPParams(warmup_epochs=1, plateau_improvement=0.25, plateau_reference=reference)
+    params = AdaGPParams(
+        predictor="feedback", warmup_epochs=1, plateau_improvement=0.25, plateau_reference=reference
+    )
     technique = AdaGP(params)
     for epoch, loss in enumerate((2.0, 1.0, 0.6, 0.36, 0.2)):
         technique.epoch.bp, technique.epoch.loss_sum = 10, 10 * loss
         technique.end_epoch(epoch, validation_loss=0.0)
         technique.epoch_figures()
         assert technique.schedule.gp_open == (opens_at is not None and epoch >= opens_at), epoch
-    assert AdaGP(AdaGPParams(plateau_improvement=1.0)).schedule.gp_open
+    assert AdaGP(AdaGPParams(predictor="feedback", plateau_improvement=1.0)).schedule.gp_open
 
 
 def test_history_predicts_the_running_mean_of_true_gradients(

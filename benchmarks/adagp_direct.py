@@ -35,14 +35,32 @@ chosen default and the controls; a control that qualifies with a larger speedup 
 design is reported as such (the predictor adds nothing there) and the choice is the lead's.
 Nothing is tuned to a paper's figure.
 
-Smoke run, the only run so far (`--seeds 100 --epochs 1 --train-samples 512 --test-samples
-512`): it shows the script works, not a result. One epoch is ADA-GP's warm-up, so every GP
-fraction is 0 and every accuracy equals the baseline's; the speedups are the predictors' cost
-alone on BP-only batches (adagp-like / eyeriss-like): LeNet-5 direct 0.870x / 0.923x, feedback
-0.638x / 0.666x, none 0.994x / 0.996x, history 0.991x / 0.992x; ResNet-8 direct 0.990x /
-0.995x, feedback 0.583x / 0.626x, none and history 1.000x. A 4-epoch pilot-sized try (LeNet-5,
-2,048 images, seed 100) did not open GP for any design: the loss had not flattened (the
-plateau gate, schedule.py); at the sizes above it opens (benchmarks/adagp_frontier.py).
+Measured 2026-12-04 (the four commands above: LeNet-5 with `--designs direct feedback none
+history`, ResNet-8 with `--designs direct feedback`; GP fraction, accuracy change in points
+paired by seed with its 95% interval, speedup on adagp-like and eyeriss-like, means over seeds):
+
+    pilot seeds 100-102         GP frac  delta pts        adagp-like  eyeriss-like
+    LeNet-5   direct            0.030    +0.05 +- 0.15    0.885x      0.944x
+              feedback          0.289    +0.07 +- 0.17    0.720x      0.765x
+              none (control)    0.027    +0.01 +- 0.15    1.010x      1.015x
+              history (control) 0.045    -0.01 +- 0.06    1.016x      1.024x
+    ResNet-8  direct            0.000    +0.00 +- 0.00    0.990x      0.995x
+              feedback          0.194    -0.83 +- 1.25    0.641x      0.689x
+    evaluation seeds 0-2
+    LeNet-5   direct            0.044    -0.09 +- 0.27    0.892x      0.952x
+              feedback          0.292    -0.07 +- 0.16    0.720x      0.765x
+              none (control)    0.033    -0.01 +- 0.11    1.013x      1.020x
+              history (control) 0.030    -0.02 +- 0.10    1.008x      1.013x
+    ResNet-8  direct            0.000    +0.00 +- 0.00    0.990x      0.995x
+              feedback          0.165    -0.67 +- 1.27    0.633x      0.681x
+
+The rule on the pilot seeds: `direct` qualifies on both models; `feedback` does not (its
+ResNet-8 interval reaches -2.08 points). So `direct` became the default. What the figures say:
+no design gains. `direct`'s predictions rarely pass the schedule's cosine threshold, so GP
+acts on 3-4% of LeNet-5's batches and on none of ResNet-8's, and each batch pays the
+predictor's forward; `feedback` acts on 17-29% of the batches but costs more than the
+BWD-DATA it skips. Both controls, which predict nothing, qualify with a larger speedup than
+`direct` (1.01x): the predictor adds nothing at these sizes.
 """
 
 from __future__ import annotations

@@ -144,11 +144,20 @@ def follow(client: OrreryClient, experiment_id: int) -> dict[str, Any]:
     line whenever the experiment's counts or a run's status or tenth of progress change."""
     if not console.is_terminal:
         return call(lambda: client.wait(experiment_id, on_update=_progress_lines(experiment_id)))
-    from rich.progress import BarColumn, Progress, TextColumn
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
+    # Time left is rich's estimate from each bar's recent rate of progress.
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
+        TaskProgressColumn(),
+        TimeRemainingColumn(),
         TextColumn("{task.fields[status]}"),
         console=console,
     ) as bars:

@@ -136,6 +136,29 @@ def test_login_submit_logout(accounts_server: Server, browser: Browser, screensh
     )
     assert stored["spec"]["team_id"] == team["id"]
     assert page.locator("#form-errors").count() == 0
+
+    # The compare page's dashboard is shared with a team picked by name as well.
+    run_ids = page.evaluate(
+        "async (id) => (await (await import('/static/js/api.js'))"
+        ".getJson(`/api/v1/runs?experiment_id=${id}`)).items.map((r) => r.id)",
+        experiment_id,
+    )
+    page.goto(f"{server.url}/compare?ids={','.join(map(str, run_ids))}")
+    dashboard_team = page.get_by_label("Share with team")
+    dashboard_team.wait_for()
+    options = dashboard_team.locator("option").evaluate_all("os => os.map(o => [o.value, o.text])")
+    assert options == [["", "none (only you)"], [str(team["id"]), "Lab (owner)"]]
+    page.get_by_label("Dashboard name").fill("lab dashboard")
+    dashboard_team.select_option(label="Lab (owner)")
+    page.get_by_role("button", name="Save dashboard").click()
+    page.wait_for_url(re.compile(r"/dashboards/[^/?]+\?saved=1$"))
+    dashboard_id = page.url.split("/dashboards/", 1)[1].split("?", 1)[0]
+    saved = page.evaluate(
+        "async (id) => (await import('/static/js/api.js')).getJson(`/api/v1/dashboards/${id}`)",
+        dashboard_id,
+    )
+    assert saved["team_id"] == team["id"]
+    assert page.get_by_label("Share with team").input_value() == str(team["id"])
     assert unexpected(console) == []
 
     # 5. Log out: the session ends, and the next page needs a login again.

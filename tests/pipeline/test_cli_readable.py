@@ -91,6 +91,8 @@ def test_wait_summary_and_show_read_like_the_dashboard(tmp_path: Path) -> None:
         listing = orrery("runs", env=env)
         compared = orrery("compare", "2", env=env)
         missing = orrery("summary", "99", env=env)
+        # On a terminal: a bar per run with its per cent and time left
+        bars = orrery("wait", "1", env={**env, "TTY_COMPATIBLE": "1"})
 
     assert summary.returncode == 0, summary.stdout + summary.stderr
     rows = {line.split("│")[1].strip(): line for line in summary.stdout.splitlines() if "│" in line}
@@ -109,6 +111,9 @@ def test_wait_summary_and_show_read_like_the_dashboard(tmp_path: Path) -> None:
         assert _interval(deltas, "pt") in rows["sparsetrain"]
     assert "3 of 3" in rows["sparsetrain"] and "3 of 3" in rows["baseline"]
     assert missing.returncode != 0 and "Traceback" not in missing.stdout + missing.stderr
+    assert bars.returncode == 0, bars.stdout + bars.stderr
+    bar_lines = [line for line in bars.stdout.splitlines() if line.startswith("run ")]
+    assert len(bar_lines) == 6 and all("100%" in line and "done" in line for line in bar_lines)
 
     run = next(r for r in runs if r["id"] == 2)
     text = show.stdout

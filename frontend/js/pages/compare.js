@@ -6,6 +6,7 @@ import { chartPicker } from "../chart-picker.js";
 import { CHART_IDS } from "../charts/registry.js";
 import { ShareLinks } from "../share-links.js";
 import { groupTable } from "../group-table.js";
+import { el } from "../format.js";
 import { showPageError } from "../page-errors.js";
 import { textEditor } from "../text-blocks.js";
 
@@ -100,7 +101,6 @@ async function loadDashboard(id) {
   document.title = `${state.dashboard.name} · Orrery`;
   $("title").textContent = `Dashboard: ${state.dashboard.name}`;
   $("dashboard-name").value = state.dashboard.name;
-  $("dashboard-team").value = state.dashboard.team_id ?? "";
   $("save-dashboard").textContent = "Save changes";
   if (new URLSearchParams(location.search).get("saved")) notice(`Saved dashboard “${state.dashboard.name}”.`);
   if (!state.dashboard.can_edit) {
@@ -143,6 +143,20 @@ function followOpenRuns() {
   }, FOLLOW_MS);
 }
 
+/** The team picker: your teams where you are not only a viewer (a dashboard's own team too,
+ * shown by id when you are not in it); hidden in single-user mode, which has no teams. */
+async function teamPicker() {
+  const me = await getJson(`${API}/auth/me`);
+  if (me.mode === "single-user") return;
+  const picker = $("dashboard-team");
+  const teams = me.teams.filter((team) => team.role !== "viewer");
+  for (const team of teams) picker.append(el("option", { value: String(team.id), text: `${team.name} (${team.role})` }));
+  const own = state.dashboard?.team_id;
+  if (own && !teams.some((team) => team.id === own)) picker.append(el("option", { value: String(own), text: `team #${own}` }));
+  picker.value = own ? String(own) : "";
+  $("dashboard-team-field").hidden = false;
+}
+
 async function main() {
   try {
     if (dashboardMatch) {
@@ -151,6 +165,7 @@ async function main() {
       state.runIds = parseIds(new URLSearchParams(location.search).get("ids"));
       if (state.runIds.length) state.data = await getJson(`${API}/chart-data${query({ ids: state.runIds })}`);
     }
+    await teamPicker();
   } catch (error) {
     showPageError(describe(error), error);
   }

@@ -766,30 +766,18 @@ def _held_sums(
     sums = np.bincount(row[held], weights=weight[held], minlength=rows).astype(np.int64)
     out = sums[query_row]
     again = np.flatnonzero(asked[query_row] > 1)
-    if len(again):
+    if len(again):  # sorted by (row, value): the held ones are a prefix of the row's items
         many = ~once
-        out[again] = _sorted_sums(
-            row[many], value[many], weight[many], rows, query_row[again], threshold[again]
-        )
+        span = int(value[many].max(initial=0)) + 2
+        keys = row[many] * span + value[many]
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        cumulative = np.concatenate([[0], np.cumsum(weight[many][order])])
+        asked_row = query_row[again]
+        start = np.searchsorted(keys, asked_row * span)
+        query = asked_row * span + np.clip(threshold[again], -1, span - 2)
+        out[again] = cumulative[np.searchsorted(keys, query, side="right")] - cumulative[start]
     return out
-
-
-def _sorted_sums(
-    row: np.ndarray,
-    value: np.ndarray,
-    weight: np.ndarray,
-    rows: int,
-    query_row: np.ndarray,
-    threshold: np.ndarray,
-) -> np.ndarray:
-    span = int(value.max()) + 2 if len(value) else 2
-    keys = row * span + value
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    cumulative = np.concatenate([[0], np.cumsum(weight[order])])
-    starts = np.searchsorted(keys, np.arange(rows) * span)
-    query = query_row * span + np.clip(threshold, -1, span - 2)
-    return cumulative[np.searchsorted(keys, query, side="right")] - cumulative[starts[query_row]]
 
 
 def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -303,7 +303,8 @@ def test_moved_rows_equals_the_fold_by_fold_counts_for_many_configs() -> None:
         count = 10
         flows = rng.choice([DATAFLOW_CODES[f] for f in ("os", "ws", "is")], size=count)
         rows, cols = rng.integers(1, 30, size=count), rng.integers(1, 30, size=count)
-        rows[:4] = rows[0]  # configs sharing a position tiling
+        rows[:6] = rows[0]  # configs sharing a position tiling
+        cols[:3], flows[:3] = cols[0], flows[0]  # and the same folds, SRAM apart
         half_rows = rng.integers(0, 120, size=count)
         got = moved_rows(conv, pass_, flows, rows, cols, half_rows)
         for c in range(count):

@@ -755,15 +755,29 @@ def _held_sums(
     threshold: np.ndarray,
 ) -> np.ndarray:
     """Per query j: the sum of the weights of the items of row `query_row[j]` whose value is
-    at most `threshold[j]` (items: `row`, `value`, `weight`; rows numbered 0..rows-1)."""
-    span = int(value.max()) + 2 if len(value) else 2
-    keys = row * span + value
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    cumulative = np.concatenate([[0], np.cumsum(weight[order])])
-    starts = np.searchsorted(keys, np.arange(rows) * span)
-    query = query_row * span + np.clip(threshold, -1, span - 2)
-    return cumulative[np.searchsorted(keys, query, side="right")] - cumulative[starts[query_row]]
+    at most `threshold[j]` (items: `row`, `value`, `weight`; rows numbered 0..rows-1). A row
+    asked once compares its items with its threshold; rows asked more often are sorted once
+    and searched."""
+    asked = np.bincount(query_row, minlength=rows)
+    once = asked[row] == 1
+    row_threshold = np.full(rows, -1, dtype=np.int64)
+    row_threshold[query_row] = threshold
+    held = once & (value <= row_threshold[row])
+    sums = np.bincount(row[held], weights=weight[held], minlength=rows).astype(np.int64)
+    out = sums[query_row]
+    again = np.flatnonzero(asked[query_row] > 1)
+    if len(again):  # sorted by (row, value): the held ones are a prefix of the row's items
+        many = ~once
+        span = int(value[many].max(initial=0)) + 2
+        keys = row[many] * span + value[many]
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        cumulative = np.concatenate([[0], np.cumsum(weight[many][order])])
+        asked_row = query_row[again]
+        start = np.searchsorted(keys, asked_row * span)
+        query = asked_row * span + np.clip(threshold[again], -1, span - 2)
+        out[again] = cumulative[np.searchsorted(keys, query, side="right")] - cumulative[start]
+    return out
 
 
 def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -776,7 +790,7 @@ def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(axis=1)
+    return np.einsum("ij,ij->i", a, b)
 
 
 def moved_rows(
@@ -822,17 +836,23 @@ def _moved_one_order(
     by_positions = outer == POS and inner == OFF  # position tiles outer, offset tiles inner
     p_values, p_of_config = np.unique(pos_tile, return_inverse=True)
     u_values, u_of_config = np.unique(off_tile, return_inverse=True)
-    keys, key_of_config = np.unique(
-        np.stack([p_of_config.reshape(-1), u_of_config.reshape(-1)]), axis=1, return_inverse=True
-    )
-    kp, ku = keys
+    pair = p_of_config.reshape(-1) * len(u_values) + u_of_config.reshape(-1)
+    keys, key_of_config = np.unique(pair, return_inverse=True)
+    kp, ku = keys // len(u_values), keys % len(u_values)
     t = _Tables([_position_table(g, None if v < 0 else int(v)) for v in p_values.tolist()])
     o = _Plans([_offset_plan(g, None if v < 0 else int(v)) for v in u_values.tolist()])
     items = _position_major(t, o, kp, ku) if by_positions else _offset_major(t, o, kp, ku, rep)
     row, value, weight = (np.concatenate(part) for part in zip(*items, strict=True))
     which = key_of_config.reshape(-1)
-    kept_steps = _held_sums(row, value, weight, 2 * len(kp), 2 * which, half_rows)
-    kept_extra = _held_sums(row, value, weight, 2 * len(kp), 2 * which + 1, half_rows)
+    kept = _held_sums(
+        row,
+        value,
+        weight,
+        2 * len(kp),
+        np.concatenate([2 * which, 2 * which + 1]),
+        np.concatenate([half_rows, half_rows]),
+    )
+    kept_steps, kept_extra = kept[: len(which)], kept[len(which) :]
     total = _dot(o.total_C[ku], t.F_sum[kp])[which]
     if rep == "outer":
         return k * total - k * kept_steps - (k - 1) * kept_extra
@@ -861,8 +881,12 @@ class _Tables:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The rows common to (p, sa) and (p + step, sb) of each (table, sa, sb), pooled: the
         pool, and where each one's vector starts in it."""
-        combos, which = np.unique(np.stack([table, sa, sb]), axis=1, return_inverse=True)
-        vectors = [self.tables[i].pair(step, a, b) for i, a, b in combos.T.tolist()]
+        slots = int(max(sa.max(initial=0), sb.max(initial=0))) + 1
+        combos, which = np.unique((table * slots + sa) * slots + sb, return_inverse=True)
+        vectors = [
+            self.tables[c // (slots * slots)].pair(step, c // slots % slots, c % slots)
+            for c in combos.tolist()
+        ]
         lengths = np.array([len(v) for v in vectors], dtype=np.int64)
         pool = np.concatenate(vectors) if vectors else np.zeros(0, np.int64)
         return pool, (np.cumsum(lengths) - lengths)[which.reshape(-1)]

@@ -33,6 +33,7 @@ however the designs were chunked.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -284,7 +285,7 @@ def _sample(index: np.ndarray, figures: np.ndarray, size: int) -> Points:
     return Points.of(index[order], figures[order])
 
 
-BLOCK = 2048  # designs simulated together: (designs x GEMMs) arrays stay a few MB each
+BLOCK = 8192  # designs simulated together: (designs x GEMMs) arrays of a few MB each
 
 
 def design_columns(hardware: AcceleratorConfig, table: Mapping[str, np.ndarray]) -> ConfigColumns:
@@ -347,6 +348,23 @@ def evaluate_figures(
     return np.stack([seconds, energy_pj * 1e-12, area_mm2], axis=1)
 
 
+_MEMOS: dict[int, tuple[weakref.ref, dict]] = {}
+_MEMO_WORKLOADS = 8
+
+
+def _memo(workload: Workload) -> dict:
+    """The simulator's per-GEMM sparse work for this workload object, kept between the chunks a
+    worker evaluates (for the last few workloads it met)."""
+    held = _MEMOS.get(id(workload))
+    if held is not None and held[0]() is workload:
+        return held[1]
+    while len(_MEMOS) >= _MEMO_WORKLOADS:
+        del _MEMOS[next(iter(_MEMOS))]
+    memo: dict = {}
+    _MEMOS[id(workload)] = (weakref.ref(workload), memo)
+    return memo
+
+
 def evaluate_chunk(
     workloads: Mapping[str, Workload],
     search: DesignSearch,
@@ -371,7 +389,7 @@ def evaluate_chunk(
     for label, workload in workloads.items():
         mcache = mcache_size((technique_params or {}).get(label))
         hardware = hardware_for(base, label, baseline_hardware)
-        memo: dict = {}
+        memo = _memo(workload)
         figures = np.zeros((len(index), len(FIGURES)))
         for block in range(0, len(index), BLOCK):  # an empty chunk evaluates nothing
             part = {path: values[block : block + BLOCK] for path, values in table.items()}

@@ -398,10 +398,18 @@ def _sparse_rows(
     p, i = np.nonzero(pairs)
     if not len(p):
         return
-    keys, inverse = _group([i, s.rows[p, 0], s.cols[p, 0]])
+    # The step cycles depend on the array's rows only through the lanes a fold holds (rows //
+    # kernel rows) or, for kernels taller than the array, the pieces they are cut into (rows).
+    kernel_rows, rows = s.ops.row_space[1][0, i], s.rows[p, 0]
+    shape = np.where(rows >= kernel_rows, rows // np.maximum(kernel_rows, 1), -rows)
+    keys, inverse = _group([i, shape, s.cols[p, 0]])
+    first = np.zeros(len(keys), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(inverse))[::-1]  # a config of each key
     steps = np.empty(len(keys))
-    for index, (op_index, r, c) in enumerate(keys):
-        key = ("rows", op_index, r, c)
+    for index, ((op_index, r_shape, c), r) in enumerate(
+        zip(keys, rows[first].tolist(), strict=True)
+    ):
+        key = ("rows", op_index, r_shape, c)
         if key not in memo:
             if ("rows", op_index) not in memo:
                 memo["rows", op_index] = SparseRows(s.workload.ops[op_index])

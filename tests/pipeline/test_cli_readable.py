@@ -6,6 +6,7 @@ sections, no JSON; every number is written by the shared formatter, the same in 
 from __future__ import annotations
 
 import math
+import re
 import select
 import subprocess
 import time
@@ -112,8 +113,12 @@ def test_wait_summary_and_show_read_like_the_dashboard(tmp_path: Path) -> None:
     assert "3 of 3" in rows["sparsetrain"] and "3 of 3" in rows["baseline"]
     assert missing.returncode != 0 and "Traceback" not in missing.stdout + missing.stderr
     assert bars.returncode == 0, bars.stdout + bars.stderr
-    bar_lines = [line for line in bars.stdout.splitlines() if line.startswith("run ")]
-    assert len(bar_lines) == 6 and all("100%" in line and "done" in line for line in bar_lines)
+    frames = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", bars.stdout).splitlines()  # ANSI codes out
+    for run_id in range(1, 7):
+        assert any(
+            line.startswith(f"run {run_id} ") and "100%" in line and line.rstrip().endswith("done")
+            for line in frames
+        ), frames
 
     run = next(r for r in runs if r["id"] == 2)
     text = show.stdout

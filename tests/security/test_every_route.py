@@ -227,7 +227,8 @@ def test_a_dashboard_or_share_link_cannot_launder_someone_elses_runs(
     )
     assert made.status_code == 201
     assert client.get(f"/api/v1/dashboards/{made.json()['id']}/data", headers=bob).json() == {
-        "runs": []
+        "runs": [],
+        "design_points": [],
     }
     link = client.post(f"/api/v1/dashboards/{made.json()['id']}/share-links", headers=bob).json()
     shared = client.get(f"/api/v1/shared/{link['token']}").json()

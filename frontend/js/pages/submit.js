@@ -443,6 +443,7 @@ function loadSpec(spec, { copy = false } = {}) {
     Object.assign(kept.sweep, rest);
     notes.push(...Object.entries(rest).map(([key, value]) => `sweep.${key} = ${canonical(value)}: no field of the form holds it`));
   } else if (spec.sweep !== undefined && spec.sweep !== null) keep("sweep", spec.sweep, "not a mapping");
+  if (spec.search !== undefined && spec.search !== null) keep("search", spec.search, "a hardware design search: the form has no fields for it, it is submitted as written");
   opened = { techniques, accelerators, kept };
   showKept(notes);
   return notes;

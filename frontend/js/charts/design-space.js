@@ -4,7 +4,7 @@
 // of its fastest design within every area budget (the time-area front of the points shown).
 //
 // Axes and colour are logarithmic when their values span more than RATIO_FOR_LOG, and their tick
-// labels are the project's number formatter's. The colour scale's ends are the search's energy
+// labels are the project's number formatter's; the axes' ticks span the points shown. The colour scale's ends are the search's energy
 // range over every point, so a colour keeps its meaning while bounds hide points.
 
 import { FIGURE_UNIT, figureText } from "../design-text.js";
@@ -13,6 +13,7 @@ import { baseLayout, techniqueColor } from "./common.js";
 const RATIO_FOR_LOG = 20;
 const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x", "star", "hexagon"];
 const NICE = [1, 2, 5];
+const FINE = [1, 1.5, 2, 3, 4, 5, 7];
 const MAX_TICKS = 9;
 
 /** Whether this browser draws WebGL (Plotly's scattergl needs it). */
@@ -26,16 +27,20 @@ export function hasWebGL() {
 
 const isLog = ([lo, hi]) => lo > 0 && hi / lo > RATIO_FOR_LOG;
 
-/** Round values between lo and hi (1, 2, 5 per decade on a log scale, else even steps). */
+/** Round values between lo and hi (1, 2, 5 per decade on a log scale, finer within less than
+ * two decades; else even steps). */
 function tickValues(lo, hi, log) {
   if (!(hi > lo)) return [lo];
   if (log) {
+    const steps = Math.log10(hi / lo) < 2 ? FINE : NICE;
     const values = [];
     for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e += 1) {
-      for (const m of NICE) values.push(m * 10 ** e);
+      for (const m of steps) values.push(Number((m * 10 ** e).toPrecision(12)));
     }
     const inside = values.filter((v) => v >= lo && v <= hi);
-    return inside.length > MAX_TICKS ? inside.filter((v) => String(v).startsWith("1")) : inside;
+    if (inside.length <= MAX_TICKS) return inside;
+    const nice = inside.filter((v) => NICE.includes(Number(v.toExponential().split("e")[0])));
+    return nice.length <= MAX_TICKS ? nice : inside.filter((v) => String(v).startsWith("1"));
   }
   const raw = (hi - lo) / 5;
   const decade = 10 ** Math.floor(Math.log10(raw));
@@ -45,27 +50,40 @@ function tickValues(lo, hi, log) {
   return values;
 }
 
-/** An axis (or colour bar) of figure `key` over `range`: log or linear, labels formatted. */
-function scale(key, range) {
-  const log = isLog(range);
-  const values = tickValues(range[0], range[1], log);
-  return { log, values, text: values.map((v) => figureText(key, v)) };
+/** Ticks of figure `key` over `span` on a log or linear scale, labels formatted. */
+function ticks(key, span, log) {
+  const values = tickValues(span[0], span[1], log);
+  return { values, text: values.map((v) => figureText(key, v)) };
 }
 
-function axis(key, range, title) {
-  const s = scale(key, range);
-  return { type: s.log ? "log" : "linear", tickvals: s.values, ticktext: s.text, title: { text: title }, zeroline: false };
+/** An axis of figure `key`: its scale from the search's whole range (so it stays as bounds
+ * hide points), its ticks over the points shown. */
+function axis(key, range, shown, title) {
+  const log = isLog(range);
+  const { values, text } = ticks(key, shown, log);
+  return { type: log ? "log" : "linear", tickvals: values, ticktext: text, title: { text: title }, zeroline: false };
+}
+
+function extent(values) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  return [lo, hi];
 }
 
 const take = (column, positions) => positions.map((p) => column[p]);
 
-/** A ring around the opened design's point of each technique (not hoverable). */
-function openedTrace(sample, opened, type) {
+/** A ring around the opened design's point of each technique where it is shown (not
+ * hoverable). */
+function openedTrace(sample, views, opened, type) {
   const x = [];
   const y = [];
-  for (const series of Object.values(sample.techniques)) {
+  for (const [label, series] of Object.entries(sample.techniques)) {
     const p = series.row.findIndex((row) => sample.designs.index[row] === opened);
-    if (p >= 0) {
+    if (p >= 0 && views[label].shown.includes(p)) {
       x.push(series.area_mm2[p]);
       y.push(series.time_s[p]);
     }
@@ -84,7 +102,8 @@ function openedTrace(sample, opened, type) {
  */
 export function designSpaceFigure(sample, views, hover, { webgl, opened = null }) {
   const type = webgl ? "scattergl" : "scatter";
-  const energy = scale("energy_j", sample.ranges.energy_j);
+  const energyLog = isLog(sample.ranges.energy_j);
+  const energy = { log: energyLog, ...ticks("energy_j", sample.ranges.energy_j, energyLog) };
   const colour = (values) => (energy.log ? values.map(Math.log10) : values);
   const colourTicks = energy.log ? energy.values.map(Math.log10) : energy.values;
   const [emin, emax] = colour(sample.ranges.energy_j);
@@ -121,12 +140,16 @@ export function designSpaceFigure(sample, views, hover, { webgl, opened = null }
       line: { shape: "hv", color: techniqueColour, width: 3 },
     });
   });
-  if (opened !== null) data.push(openedTrace(sample, opened, type));
+  if (opened !== null) data.push(openedTrace(sample, views, opened, type));
+  const shown = (key) => {
+    const values = Object.keys(sample.techniques).flatMap((label) => take(sample.techniques[label][key], views[label].shown));
+    return values.length ? extent(values) : sample.ranges[key];
+  };
   const layout = baseLayout({
     margin: { l: 80, r: 20, t: 20, b: 60 },
     hovermode: "closest",
-    xaxis: axis("area_mm2", sample.ranges.area_mm2, "area (mm², 45 nm)"),
-    yaxis: axis("time_s", sample.ranges.time_s, "time of the whole training"),
+    xaxis: axis("area_mm2", sample.ranges.area_mm2, shown("area_mm2"), "area (mm², 45 nm)"),
+    yaxis: axis("time_s", sample.ranges.time_s, shown("time_s"), "time of the whole training"),
     legend: { orientation: "h", y: -0.16, groupclick: "toggleitem" },
     uirevision: "design-space", // zoom and legend choices survive redrawing with other bounds
   });

@@ -301,6 +301,12 @@ def test_the_page_follows_the_search_draws_its_designs_and_opens_a_clicked_one(
     ).json()["items"]
     named = [r for r in runs if r["accelerator_name"] == f"search {search_id} #{target['index']}"]
     assert len(named) == 2
+    # Or saved as the user's own accelerator, under a name of theirs.
+    page.get_by_label("Name", exact=True).fill("fast corner")
+    page.get_by_role("button", name="Save as my accelerator").click()
+    page.wait_for_selector(".design-message:has-text('fast corner')")
+    (saved,) = api(server, "/accelerators")
+    assert saved["name"] == "fast corner" and saved["design_index"] == target["index"]
     page.screenshot(path=str(screenshots / "design-space-opened.png"), full_page=True)
     assert console.errors == []
 
@@ -369,6 +375,35 @@ def test_bounds_filter_in_the_browser_as_python_does(
     page.wait_for_selector("#design-chart[data-drawn]", timeout=60_000)
     check({**limits, "area_mm2": None})
     assert console.errors == []
+
+
+def test_without_webgl_the_page_draws_the_same_points_as_svg(
+    server: Server, browser: Browser, screenshots: Path, submitted: dict[str, int]
+) -> None:
+    search_id = submitted["search"]
+    finished(server, search_id)
+    sample = api(server, f"/searches/{search_id}/sample")
+    page = browser.new_context(viewport={"width": 1500, "height": 1100}).new_page()
+    # A browser without WebGL: no canvas gives a WebGL context.
+    page.add_init_script(
+        """const getContext = HTMLCanvasElement.prototype.getContext;
+        HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+          return /webgl/.test(kind) ? null : getContext.call(this, kind, ...rest);
+        };"""
+    )
+    limits = {"area_mm2": 1.5, "time_s": None, "energy_j": None, "sram_kib": None}
+    page.goto(f"{server.url}/searches/{search_id}?area_mm2=1.5")
+    page.wait_for_selector("#design-chart[data-drawn]", timeout=60_000)
+    shown = traces(page)
+    assert {t["type"] for t in shown} == {"scatter"}
+    for label in sample["techniques"]:
+        expected = within(sample, label, limits)
+        assert len(expected) > 0
+        drawn = trace(shown, label, "designs")["customdata"]
+        assert sorted(drawn) == sorted(design_of(sample, label, p) for p in expected)
+    assert page.locator("#design-chart .scatterlayer .point").count() > 0
+    assert "no WebGL" in page.locator("#chart-note").inner_text()
+    page.screenshot(path=str(screenshots / "design-space-svg.png"), full_page=True)
 
 
 def test_a_search_of_someone_elses_experiment_is_a_missing_page(

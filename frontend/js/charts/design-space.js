@@ -28,10 +28,10 @@ export function hasWebGL() {
 const isLog = ([lo, hi]) => lo > 0 && hi / lo > RATIO_FOR_LOG;
 
 /** Round values between lo and hi (1, 2, 5 per decade on a log scale, finer within less than
- * two decades; else even steps). */
+ * two decades; even steps on a linear scale or within less than a decade). */
 function tickValues(lo, hi, log) {
   if (!(hi > lo)) return [lo];
-  if (log) {
+  if (log && hi / lo >= 10) {
     const steps = Math.log10(hi / lo) < 2 ? FINE : NICE;
     const values = [];
     for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e += 1) {

@@ -59,6 +59,7 @@ class SearchOut(BaseModel):
     techniques: dict[str, TechniqueCounts] = Field(
         description="per technique label: counts so far (empty before the first chunk)"
     )
+    can_edit: bool = Field(description="you may cancel it and turn its front designs into runs")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -132,7 +133,7 @@ def _spec(search: DesignSearchRow) -> DesignSearch:
     return DesignSearch.model_validate(search.spec)
 
 
-def search_out(search: DesignSearchRow, progress: Progress) -> SearchOut:
+def search_out(search: DesignSearchRow, progress: Progress, can_edit: bool) -> SearchOut:
     spec = _spec(search)
     workloads = _result(search)["workloads"]
     return SearchOut(
@@ -159,6 +160,7 @@ def search_out(search: DesignSearchRow, progress: Progress) -> SearchOut:
             )
             for label, w in workloads.items()
         },
+        can_edit=can_edit,
         created_at=search.created_at,
         started_at=search.started_at,
         finished_at=search.finished_at,

@@ -1,7 +1,7 @@
 """Who may see and change a design search: as its experiment. Another user gets 404 on every
 one of its routes and changes nothing; a team viewer reads it but may not cancel it or turn
-its designs into runs (403), though they may save a design as their own accelerator; saved
-accelerators are their owner's alone."""
+its designs into runs (403), though they may save a design as their own accelerator, and the
+search says so (`can_edit`); saved accelerators are their owner's alone."""
 
 from __future__ import annotations
 
@@ -78,7 +78,16 @@ def test_team_viewers_read_members_cancel(
     )
     assert mine.status_code == 201, mine.text
     assert [a["name"] for a in client.get("/api/v1/accelerators", headers=victor).json()] == ["v"]
-    assert client.get(f"/api/v1/searches/{search_id}", headers=victor).json()["status"] == "running"
+    seen = client.get(f"/api/v1/searches/{search_id}", headers=victor).json()
+    assert seen["status"] == "running"
+    # What the search's page offers each of them (a cancel button, runs from a design).
+    listed = f"/api/v1/experiments/{world.experiment_id}/searches"
+    for auth, editor in ((victor, False), (carol, True), (world.alice.auth, True)):
+        assert (
+            client.get(f"/api/v1/searches/{search_id}", headers=auth).json()["can_edit"] is editor
+        )
+        assert [s["can_edit"] for s in client.get(listed, headers=auth).json()] == [editor]
 
     cancelled = client.post(f"/api/v1/searches/{search_id}/cancel", headers=carol)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert cancelled.json()["can_edit"] is True

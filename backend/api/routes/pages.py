@@ -64,6 +64,13 @@ def run_page(run_id: int) -> HTMLResponse:
     return _html("run")
 
 
+@router.get("/searches/{search_id}", response_class=HTMLResponse, include_in_schema=False)
+def search_page(search_id: int) -> HTMLResponse:
+    """A design search's designs: time against area per technique, the fronts, bounds that
+    filter them, and the fastest design within the bounds."""
+    return _html("search")
+
+
 @router.get("/papers", response_class=HTMLResponse, include_in_schema=False)
 def papers_page() -> HTMLResponse:
     """The technique papers' headlines next to this installation's results of their miniatures."""

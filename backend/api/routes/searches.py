@@ -21,6 +21,7 @@ from backend.api.access import (
     MyAccelerator,
     VisibleExperiment,
     VisibleSearch,
+    can_edit,
 )
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.schemas import RunOut
@@ -33,7 +34,7 @@ from backend.api.search_answers import (
     search_out,
 )
 from backend.api.security import CurrentUser
-from backend.db.models import DesignSearchRow, SavedAccelerator
+from backend.db.models import DesignSearchRow, Experiment, SavedAccelerator, User
 from backend.experiments.quota import check_active_runs
 from backend.searches import designs, records
 from backend.searches.sending import start_ready_searches
@@ -44,8 +45,13 @@ router = APIRouter(tags=["searches"])
 DesignIndex = Annotated[int, Path(ge=0, description="the design's number in the search")]
 
 
-def _out(db: DbSession, search: DesignSearchRow) -> SearchOut:
-    return search_out(search, records.progress(db, [search.id])[search.id])
+def _editable(db: DbSession, user: User, experiment: Experiment) -> bool:
+    return can_edit(db, user, experiment.owner_id, experiment.team_id)
+
+
+def _out(db: DbSession, search: DesignSearchRow, user: User) -> SearchOut:
+    progress = records.progress(db, [search.id])[search.id]
+    return search_out(search, progress, _editable(db, user, search.experiment))
 
 
 @router.post(
@@ -68,21 +74,24 @@ def create_search(
     db.commit()
     start_ready_searches(db, celery, settings.dispatch_ahead, experiment.id)
     db.refresh(row)
-    return _out(db, row)
+    return _out(db, row, user)
 
 
 @router.get("/experiments/{experiment_id}/searches", response_model=list[SearchOut])
-def experiment_searches(experiment: VisibleExperiment, db: DbSession) -> list[SearchOut]:
+def experiment_searches(
+    experiment: VisibleExperiment, db: DbSession, user: CurrentUser
+) -> list[SearchOut]:
     """The experiment's searches, oldest first."""
     searches = records.searches_of(db, experiment.id)
     progress = records.progress(db, [s.id for s in searches])
-    return [search_out(s, progress[s.id]) for s in searches]
+    editable = _editable(db, user, experiment)
+    return [search_out(s, progress[s.id], editable) for s in searches]
 
 
 @router.get("/searches/{search_id}", response_model=SearchOut)
-def show_search(search: VisibleSearch, db: DbSession) -> SearchOut:
+def show_search(search: VisibleSearch, db: DbSession, user: CurrentUser) -> SearchOut:
     """Status and progress: chunks done / total, designs evaluated, counts per technique."""
-    return _out(db, search)
+    return _out(db, search, user)
 
 
 @router.get("/searches/{search_id}/fronts", response_model=FrontsOut)
@@ -100,12 +109,12 @@ def sample(search: VisibleSearch) -> SampleOut:
 
 
 @router.post("/searches/{search_id}/cancel", response_model=SearchOut)
-def cancel_search(search: EditableSearch, db: DbSession) -> SearchOut:
+def cancel_search(search: EditableSearch, db: DbSession, user: CurrentUser) -> SearchOut:
     """Cancel a waiting or running search: no chunk is evaluated or merged after this."""
     records.cancel_searches(db, [search.id])
     db.commit()
     db.refresh(search)
-    return _out(db, search)
+    return _out(db, search, user)
 
 
 @router.post(

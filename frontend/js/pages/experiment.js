@@ -1,10 +1,10 @@
-// One experiment: its status, counts and progress (live while it runs), its runs (each linked
-// to its page) and its spec.
+// One experiment: its status, counts and progress (live while it runs), its design searches and
+// its runs (each linked to its page), and its spec.
 
 import { annotationsEditor } from "../annotations.js";
 import { API, del, describe, getJson, query } from "../api.js";
 import { confirmButton } from "../confirm.js";
-import { el } from "../format.js";
+import { el, formatValue } from "../format.js";
 import { showPageError } from "../page-errors.js";
 import { progressBar } from "../progress.js";
 import { RunTable } from "../run-table.js";
@@ -39,6 +39,22 @@ function renderSummary(experiment) {
   document.getElementById("spec").textContent = specText(experiment.spec, "yaml");
 }
 
+/** The experiment's design searches, each linked to its page; the section only when there are. */
+async function renderSearches() {
+  const searches = await getJson(`${API}/experiments/${experimentId}/searches`);
+  document.getElementById("searches").hidden = !searches.length;
+  const headers = ["Search", "Status", "Designs", "Evaluated", "Objectives", "Searched fields"];
+  document.getElementById("search-list").replaceChildren(!searches.length ? "" : el("table", { class: "data", id: "search-table" },
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", text: h })))),
+    el("tbody", {}, searches.map((search) => el("tr", { dataset: { searchId: String(search.id) } },
+      el("td", {}, el("a", { href: `/searches/${search.id}`, text: `design search #${search.id}` })),
+      el("td", {}, el("span", { class: `badge ${search.status}`, text: search.status })),
+      el("td", { class: "num", text: search.designs === null ? "–" : formatValue(search.designs) }),
+      el("td", { class: "num", text: formatValue(search.progress.fraction, "%") }),
+      el("td", { text: search.objectives.join(", ") }),
+      el("td", { text: search.fields.join(", ") }))))));
+}
+
 async function main() {
   let status;
   try {
@@ -64,6 +80,9 @@ async function main() {
     showPageError(`Cannot show experiment ${experimentId}: ${describe(error)}`, error);
     return;
   }
+  await renderSearches().catch((error) => {
+    document.getElementById("page-errors").textContent = `The design searches did not load: ${describe(error)}`;
+  });
   document.getElementById("clone").href = `/submit?clone=${experimentId}`;
   const filters = { experiment_id: String(experimentId) };
   document.getElementById("export-csv").href = `${API}/runs/export${query({ ...filters, format: "csv" })}`;
@@ -90,7 +109,7 @@ function follow(table) {
     timer = setTimeout(async () => {
       try {
         renderSummary(await getJson(`${API}/experiments/${experimentId}`));
-        await table.load();
+        await Promise.all([table.load(), renderSearches()]);
       } catch (error) {
         document.getElementById("page-errors").textContent = `Not refreshed: ${describe(error)}`;
       }

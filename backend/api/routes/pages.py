@@ -8,14 +8,12 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import plotly
-from fastapi import APIRouter, FastAPI, HTTPException, status
+from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 FRONTEND_DIR = Path(__file__).resolve().parents[3] / "frontend"
 PAGES_DIR = FRONTEND_DIR / "pages"
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 router = APIRouter()
 
@@ -99,18 +97,6 @@ def shared_page(token: str) -> HTMLResponse:
 @router.get("/favicon.ico", include_in_schema=False)
 def favicon() -> FileResponse:
     return FileResponse(FRONTEND_DIR / "favicon.svg", media_type="image/svg+xml")
-
-
-@router.get("/vendor/plotly.min.js", include_in_schema=False)
-def plotly_js() -> FileResponse:
-    """Plotly from the installed Python package: no CDN, no copy in the repository."""
-    if not PLOTLY_JS.is_file():
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "plotly.min.js is not installed")
-    return FileResponse(
-        PLOTLY_JS,
-        media_type="text/javascript",
-        headers={"Cache-Control": "public, max-age=86400"},
-    )
 
 
 def mount_static(app: FastAPI) -> None:

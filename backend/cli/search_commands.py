@@ -30,6 +30,7 @@ from backend.cli.client_commands import (
 )
 from backend.cli.output import console, fail
 from backend.client import OrreryClient
+from backend.numbers import format_value
 
 
 def _design_search(spec: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -118,7 +119,12 @@ def follow_search(client: OrreryClient, search_id: int) -> dict[str, Any]:
 
 
 def _cell(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return format_value(value) if isinstance(value, float) else str(value)
+
+
+def _figure(value: float, unit: str) -> str:
+    """A design's figure by the shared number rules (joules scaled from pJ like every energy)."""
+    return format_value(value * 1e12, "pJ") if unit == "J" else format_value(value, unit)
 
 
 def fronts_table(answer: dict[str, Any]) -> Table:
@@ -128,7 +134,7 @@ def fronts_table(answer: dict[str, Any]) -> Table:
     table.add_column("technique")
     table.add_column("design", justify="right")
     for measure in measures:
-        table.add_column(f"{measure['key'].rsplit('_', 1)[0]} {measure['unit']}", justify="right")
+        table.add_column(measure["key"].rsplit("_", 1)[0], justify="right")
     for field in answer["fields"]:
         table.add_column(field, justify="right")
     for technique, points in answer["fronts"].items():
@@ -137,7 +143,7 @@ def fronts_table(answer: dict[str, Any]) -> Table:
             table.add_row(
                 technique,
                 str(point["index"]),
-                *(f"{point[m['key']]:.4g}" for m in measures),
+                *(_figure(point[m["key"]], m["unit"]) for m in measures),
                 *(_cell(point["fields"].get(field)) for field in answer["fields"]),
             )
     return table

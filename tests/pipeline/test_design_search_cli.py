@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from backend.numbers import format_value
 from tests.conftest import embedded_server
 from tests.pipeline.test_design_search import SEARCH, SPEC
 from tests.pipeline.test_end_to_end import orrery
@@ -46,8 +47,10 @@ def test_cli_search_then_front(tmp_path: Path) -> None:
                 for line in front_table.stdout.splitlines()
                 if f" {technique} " in line and f" {point['index']} " in line
             )
-            assert f"{point['time_s']:.4g}" in row and f"{point['area_mm2']:.4g}" in row
-    assert "dram_bandwidth" in front_table.stdout and "energy J" in front_table.stdout
+            assert format_value(point["time_s"], "s") in row
+            assert format_value(point["area_mm2"], "mm²") in row
+            assert format_value(point["energy_j"] * 1e12, "pJ") in row
+    assert "dram_bandwidth" in front_table.stdout and "energy" in front_table.stdout
 
     assert on_existing.returncode == 0, on_existing.stdout + on_existing.stderr
     assert "search 2 of experiment 1" in on_existing.stdout

@@ -1,6 +1,6 @@
-"""GET /runs answers cached per database snapshot: reused while nothing is written, never stale,
+"""GET /runs answers cached per database change marker: reused while nothing is written, never stale,
 never shown to another user or past the caller's own validity; concurrent misses computed once;
-snapshots read once for many requests, never older than a request; and API tokens that do not
+markers read once for many requests, never older than a request; and API tokens that do not
 write on every request."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from sqlalchemy import event, select, text, update
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from backend.api.app import create_app
-from backend.api.snapshot_reader import SnapshotReader
+from backend.api.marker_reader import MarkerReader
 from backend.auth.secrets import digest, new_secret
 from backend.auth.sessions import SESSION_COOKIE
 from backend.db import migrate
-from backend.db.models import ApiToken, Run, UserSession
+from backend.db.models import ApiToken, Run, User, UserSession
 from backend.db.session import engine_for, session_scope
 from backend.settings import Settings
 from tests.security.conftest import BASE_URL, World
@@ -188,16 +188,18 @@ def test_token_use_is_recorded_to_the_minute_not_on_every_request(
     assert now is not None and now > earlier + timedelta(minutes=1)
 
 
-def test_snapshot_reads_are_shared_by_concurrent_requests_and_never_older_than_them(
+def test_marker_reads_are_shared_by_concurrent_requests_and_never_older_than_them(
     postgres_url: str,
 ) -> None:
-    async def scenario() -> tuple[int, set[str | None], str | None, str | None]:
+    migrate.upgrade(postgres_url)
+
+    async def scenario() -> tuple[int, set[object], object, object]:
         engine = create_async_engine(postgres_url, isolation_level="AUTOCOMMIT")
         queries: list[str] = []
         event.listen(
             engine.sync_engine, "before_cursor_execute", lambda *args: queries.append(args[2])
         )
-        reader = SnapshotReader(engine)
+        reader = MarkerReader(engine)
         try:
             together = set(await asyncio.gather(*(reader.current() for _ in range(20))))
             sent = len(queries)
@@ -208,7 +210,7 @@ def test_snapshot_reads_are_shared_by_concurrent_requests_and_never_older_than_t
                 waiting = asyncio.gather(reader.current(), reader.current())
                 await asyncio.sleep(0.05)
                 with session_scope(postgres_url) as db:
-                    db.execute(text("CREATE TABLE written_meanwhile (id int)"))
+                    db.add(User(email="meanwhile@example.com", display_name="meanwhile"))
             after = set(await waiting)
         finally:
             await engine.dispose()

@@ -12,8 +12,11 @@ in `request.state` until when its verdict holds, and an answer is served only un
 answer is stored only if it is a 200 that sets no cookie and authentication said that.
 
 Concurrent misses of one key under one version wait for the first to finish rather than all
-computing the same answer: after every write, each polling dashboard would otherwise
-recompute at once.
+computing the same answer (after every write, each polling dashboard would otherwise recompute
+at once), and take its answer even when a write committed meanwhile kept it out of the cache:
+they read the same version after they arrived, so no write they could have made or seen is
+missing from it. Under a writer that commits more often than an answer takes to compute,
+nothing is cached, and one computation per version still serves every request that asked.
 
 Why it is kept: `benchmarks/api_load.py --writer --read-cache on,off` (PostgreSQL, 20 clients,
 20 s per setting, a Celery worker training meanwhile and the cluster seeing about 1-3 writing
@@ -129,7 +132,7 @@ class CachedReads:
                 body.append(message.get("body", b""))
             await send(message)
 
-        stored = None
+        shared = None
         try:
             await self.app(scope, receive, recording_send)
             headers = list(start.get("headers", []))
@@ -139,11 +142,10 @@ class CachedReads:
                 and valid_until is not None
                 and all(name.lower() != b"set-cookie" for name, _ in headers)
             ):
-                answer = StoredAnswer(200, headers, b"".join(body), valid_until)
+                shared = StoredAnswer(200, headers, b"".join(body), valid_until)
                 after = await reader.current()
-                if cache.put(key, before, None if after is None else after.of(topics), answer):
-                    stored = answer
+                cache.put(key, before, None if after is None else after.of(topics), shared)
         finally:
-            flight.set_result(stored)
+            flight.set_result(shared)
             if self._in_flight.get((key, before)) is flight:
                 del self._in_flight[(key, before)]

@@ -120,6 +120,57 @@ def test_concurrent_misses_of_one_query_are_computed_once(
     assert len(pages) == 2, "one page for the first request, one for the eight together"
 
 
+def test_concurrent_misses_share_one_answer_though_a_write_kept_it_from_the_cache(
+    accounts_settings: Settings, world: World
+) -> None:
+    """A write committed while the first of several concurrent misses computes: the answer is
+    not cached (it may predate the write), yet the misses that waited take it rather than each
+    computing the page again; the next request computes afresh and shows the write."""
+    app = create_app(accounts_settings)
+    engine = engine_for(accounts_settings.effective_database_url)
+    written: list[bool] = []
+
+    def write_meanwhile(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if "ORDER BY" in statement and "LIMIT" in statement and not written:
+            written.append(True)
+            with session_scope(accounts_settings.effective_database_url) as db:
+                db.execute(update(Run).where(Run.id == world.run_ids[0]).values(accuracy=0.999))
+
+    async def scenario() -> tuple[list[httpx.Response], httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client,
+        ):
+            await client.get("/api/v1/runs", headers=world.alice.auth)  # token use recorded
+            event.listen(engine, "before_cursor_execute", write_meanwhile)
+            try:
+                together = await asyncio.gather(
+                    *(
+                        client.get("/api/v1/runs", params=QUERY, headers=world.alice.auth)
+                        for _ in range(8)
+                    )
+                )
+            finally:
+                event.remove(engine, "before_cursor_execute", write_meanwhile)
+            return together, await client.get(
+                "/api/v1/runs", params=QUERY, headers=world.alice.auth
+            )
+
+    with app_statements(accounts_settings) as statements:
+        together, next_one = asyncio.run(scenario())
+    assert written == [True]
+    assert {response.status_code for response in together} == {200}
+    assert len({response.content for response in together}) == 1
+    pages = [s for s in statements if "ORDER BY" in s and "LIMIT" in s]
+    assert len(pages) == 3, "the warm-up, one for the eight together, one for the next"
+    assert next_one.json()["items"][0] == {
+        **next_one.json()["items"][0],
+        "id": world.run_ids[0],
+        "accuracy": 0.999,
+    }
+
+
 def test_repeated_query_is_served_from_the_cache_until_a_write(
     client: TestClient, accounts_settings: Settings, world: World
 ) -> None:

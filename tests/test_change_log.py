@@ -1,6 +1,7 @@
 """The change log (backend/db/change_log.py) on real PostgreSQL: every table is watched; a write
-counts once committed, never before, and never when rolled back; topics separate progress and
-heartbeats from the rest; writers never wait for each other; folding keeps every count."""
+counts once committed, never before, and never when rolled back, under the table it wrote or
+the topic its transaction named; writers never wait for each other; folding keeps every
+count."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from sqlalchemy import create_engine, text, update
 from sqlalchemy.orm import Session
 
 from backend.db import change_log, migrate
-from backend.db.change_log import DATA, LIVENESS, PROGRESS, Marker, note_changes_as, read_marker
-from backend.db.models import Base, User
+from backend.db.change_log import LIVENESS, PROGRESS, Marker, note_changes_as, read_marker
+from backend.db.models import Base, Team, User
 from backend.db.session import session_factory, session_scope
 
 
@@ -46,16 +47,16 @@ def test_every_table_but_the_log_is_watched(url: str) -> None:
 
 
 def test_a_write_counts_once_committed_and_a_rollback_never(url: str) -> None:
-    start = marker(url).of([DATA])
+    start = marker(url).of(["users"])
     db = session_factory(url)()
     try:
         add_user(db, "a@example.org")
         db.execute(update(User).values(display_name="renamed"))  # same transaction: one count
-        assert marker(url).of([DATA]) == start, "not yet committed"
+        assert marker(url).of(["users"]) == start, "not yet committed"
         db.commit()
     finally:
         db.close()
-    assert marker(url).of([DATA]) == (start[0] + 1,)
+    assert marker(url).of(["users"]) == (start[0] + 1,)
 
     db = session_factory(url)()
     try:
@@ -63,7 +64,7 @@ def test_a_write_counts_once_committed_and_a_rollback_never(url: str) -> None:
         db.rollback()
     finally:
         db.close()
-    assert marker(url).of([DATA]) == (start[0] + 1,)
+    assert marker(url).of(["users"]) == (start[0] + 1,)
 
 
 def test_topics_are_counted_apart(url: str) -> None:
@@ -76,12 +77,16 @@ def test_topics_are_counted_apart(url: str) -> None:
     with session_scope(url) as db:
         note_changes_as(db, LIVENESS)
         db.execute(update(User).values(display_name="beat"))
+    with session_scope(url) as db:
+        db.add(Team(name="t"))
     after = marker(url)
-    assert after.of([DATA]) == start.of([DATA])
+    assert after.of(["users"]) == start.of(["users"])
+    assert after.of(["teams"]) == (start.of(["teams"])[0] + 1,)
     assert after.of([PROGRESS, LIVENESS]) == tuple(n + 1 for n in start.of([PROGRESS, LIVENESS]))
     with session_scope(url) as db:  # the topic lasts one transaction
         db.execute(update(User).values(display_name="data"))
-    assert marker(url).of([DATA, PROGRESS]) == (start.of([DATA])[0] + 1, after.of([PROGRESS])[0])
+    users, progress = marker(url).of(["users", PROGRESS])
+    assert (users, progress) == (start.of(["users"])[0] + 1, after.of([PROGRESS])[0])
 
 
 def test_writers_of_one_table_never_wait_for_each_other(url: str) -> None:
@@ -117,4 +122,4 @@ def test_folding_keeps_every_count_and_leaves_one_row_per_topic(url: str) -> Non
         open_writer.commit()
     finally:
         open_writer.close()
-    assert marker(url).of([DATA]) == (before.of([DATA])[0] + 1,)
+    assert marker(url).of(["users"]) == (before.of(["users"])[0] + 1,)

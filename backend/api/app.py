@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import api_docs
+from backend.api.access import VISIBLE_RUN_TABLES
 from backend.api.cached_reads import CachedReads
 from backend.api.limits import BodySizeLimit, ConcurrencyLimit
 from backend.api.marker_reader import marker_reader
@@ -35,26 +36,29 @@ from backend.api.routes import (
 )
 from backend.api.unicode_input import RefuseLoneSurrogates
 from backend.auth.redact import redact_access_log, validation_error_handler
-from backend.db.change_log import DATA, PROGRESS
+from backend.db.change_log import PROGRESS
 from backend.delivery.queue import make_celery
 from backend.delivery.reconcile import reconciler_lifespan
 from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
 # Read-only endpoints whose answers depend only on the request, the caller and the database,
-# with the change topics (db/change_log.py) they show: a training's progress is on the run
-# table's rows and the dashboards' charts, not in aggregates or exports.
-SHOWS_PROGRESS = (DATA, PROGRESS)
+# with the change topics they show (db/change_log.py): the tables they read, and a training's
+# progress where they show it (the run table's rows and the dashboards' charts, not aggregates
+# or exports). tests/security/test_cached_reads.py checks each list against the statements the
+# endpoint runs.
 CACHED_READS = {
-    f"{API_PREFIX}/runs": SHOWS_PROGRESS,
-    f"{API_PREFIX}/runs/compare": (DATA,),
-    f"{API_PREFIX}/runs/pareto": (DATA,),
-    f"{API_PREFIX}/runs/groups": (DATA,),
-    f"{API_PREFIX}/runs/summary": (DATA,),
-    f"{API_PREFIX}/runs/export": (DATA,),
+    f"{API_PREFIX}/runs": (*VISIBLE_RUN_TABLES, "epoch_metrics", PROGRESS),
+    f"{API_PREFIX}/runs/compare": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/pareto": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/groups": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/summary": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/export": VISIBLE_RUN_TABLES,
     # a dashboard's chart data (its config is in the database)
-    rf"{API_PREFIX}/dashboards/[^/]+/data": SHOWS_PROGRESS,
-}
+    rf"{API_PREFIX}/dashboards/[^/]+/data": (
+        *VISIBLE_RUN_TABLES, "dashboards", "layer_results", "epoch_metrics", PROGRESS,
+    ),
+}  # fmt: skip
 EVENT_STREAMS = re.compile(rf"{API_PREFIX}/experiments/[^/]+/events")
 # Reads whose work grows with the runs they cover (every run matching the filters, or a
 # dashboard's runs with their layers and epochs): a few at a time (ConcurrencyLimit).

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from backend.db.change_log import DATA, read_marker
+from backend.db.change_log import read_marker
 
 T = TypeVar("T")
 MISSING: Any = object()
@@ -79,10 +79,10 @@ class ReadCache:
         db: Session,
         key: Hashable,
         compute: Callable[[], T],
-        topics: Sequence[str] = (DATA,),
+        topics: Sequence[str],
     ) -> T:
-        """For code on a session: the cached answer under the current marker, else
-        `compute()`."""
+        """For code on a session: the cached answer under the current marker's counts of
+        `topics` (the tables it reads, db/change_log.py), else `compute()`."""
         if not self.enabled or db.get_bind().dialect.name != "postgresql":
             return compute()
         before = read_marker(db).of(topics)

@@ -10,20 +10,21 @@ agree saw exactly the data every later statement sees while the marker keeps tha
 cluster and writers that only hold a transaction open, and it takes no lock: writers insert
 distinct rows, never update a shared counter, so they never wait for each other here.
 
-Topics let a read ignore writes it never shows. A transaction says what it writes with
-`note_changes_as` before writing; untagged writes are `DATA`, which every cached read depends
-on. A training's progress reports (`PROGRESS`, written about once a second per training) and
-lease and worker heartbeats (`LIVENESS`) are the frequent writes; only reads that show them
-depend on their topic.
+Topics let a read ignore writes it never shows. An untagged write's topic is the table it
+writes: a cached read names the tables it reads (api/app.py, `CACHED_READS`), and a test
+checks each against the statements it runs. A transaction may instead say what it writes with
+`note_changes_as`, before writing: a training's progress reports (`PROGRESS`, about once a
+second per training, on the trainings and runs tables) and lease and worker heartbeats
+(`LIVENESS`); only reads that show them depend on those topics.
 
 The log is folded (`COMPACT`) once it holds `COMPACT_ABOVE` rows: in one statement, the rows
 committed so far are replaced by one row per topic carrying their summed weight, so every
 reader's count stays as it was. An advisory lock keeps two folds from racing.
 
 Open choices: a trigger per statement rather than per row (a statement that matched no row
-still counts as a write: a needless recomputation, never a stale answer); topics declared by
-the writer rather than derived from the columns written (a column list in the trigger would go
-stale as columns are added).
+still counts as a write: a needless recomputation, never a stale answer); topics by table, and
+the frequent writes tagged by the writer, rather than derived from the columns written (a
+column list in the trigger would go stale as columns are added).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-DATA = "data"
 PROGRESS = "progress"
 LIVENESS = "liveness"
 TOPIC_SETTING = "orrery.change_topic"  # a transaction's topic, set by note_changes_as
@@ -58,7 +58,7 @@ FUNCTION_DDL = f"""
 CREATE OR REPLACE FUNCTION {TRIGGER_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO change_log (topic, xid, weight)
-    VALUES (coalesce(nullif(current_setting('{TOPIC_SETTING}', true), ''), '{DATA}'),
+    VALUES (coalesce(nullif(current_setting('{TOPIC_SETTING}', true), ''), TG_TABLE_NAME),
             pg_current_xact_id()::text::bigint, 1)
     ON CONFLICT DO NOTHING;
     RETURN NULL;

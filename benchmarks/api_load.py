@@ -37,6 +37,28 @@ reads were limited, 3.1 requests/s with p50 12-23 s on every route, /auth/me inc
 `--workers 2`, 12.2 requests/s (/auth/me alone: 273/s), cheap routes p50 0.1-0.2 s and heavy
 ones 6.5-8.8 s, waiting their turn. `heavy_reads.py` gives each route's CPU cost alone.
 
+`--code before=DIR,after=DIR` starts one server per source tree on the same database (the
+oldest schema first: it migrates, the next migrates further) and runs every phase against each
+in turn, `--rounds` turns each, so that both see the same data, writer and neighbours:
+
+    python benchmarks/api_load.py --mix --writer --max-seconds 60 --requests 1000000 \
+        --workers 2 --rounds 3 --code before=OLD_TREE,after=. \
+        --database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench \
+        --broker-url redis://127.0.0.1:6379/13
+
+Read answers keyed on the cluster's snapshot (before) against the per-table change log with
+shared misses (after), one such run at load average 15-21: the mix 149 -> 186 requests/s, p99
+2.26 -> 1.86 s (groups 2.42 -> 1.85 s, export 2.61 -> 2.13 s, chart data 2.68 -> 2.51 s);
+/auth/me in the mix p99 0.94 -> 1.02 s; new pages 60 -> 65 requests/s, 24-26% of /auth/me
+alone. The writer committed 0.8 progress, 0.7 trainings, 0.6 epoch and 0.2 runs transactions a
+second meanwhile. Runs of the same command spread widely with the neighbours' load. Earlier
+runs with one topic for every table's writes (so epochs and dispatch ended every cached answer)
+measured the snapshot against the log at 19.5 vs 18.1 requests/s (misses not yet shared; the
+cluster's other databases writing 4-5 transactions a second), 121 vs 106 (misses shared) and
+149 vs 151 (and the t quantiles remembered): only with the split by table did the log come
+out ahead (one run each, so indicative). The first seed-group request of a fresh API process
+cost 940 ms of CPU before (importing scipy.stats) and 47 ms once that import moved to start-up.
+
 `--read-cache on,off` (PostgreSQL) starts one API server per setting of the snapshot read cache
 (`ORRERY_READ_CACHE_ENTRIES`, 0 for off) on the same database, and runs every read phase
 against them in turn, alternating, `--rounds` times each: both see the same data and the same

@@ -50,8 +50,11 @@ Read answers keyed on the cluster's snapshot (before) against the per-table chan
 shared misses (after), one such run at load average 15-21: the mix 149 -> 186 requests/s, p99
 2.26 -> 1.86 s (groups 2.42 -> 1.85 s, export 2.61 -> 2.13 s, chart data 2.68 -> 2.51 s);
 /auth/me in the mix p99 0.94 -> 1.02 s; new pages 60 -> 65 requests/s, 24-26% of /auth/me
-alone. The writer committed 0.8 progress, 0.7 trainings, 0.6 epoch and 0.2 runs transactions a
-second meanwhile. Runs of the same command spread widely with the neighbours' load. Earlier
+alone. A second run (load average 3 at its start, 12-16 by its end): 163.5 -> 170.6 requests/s,
+p99 2.05 -> 1.91 s (groups 2.83 -> 2.15 s, export 2.61 -> 2.28 s, chart data 3.12 -> 2.25 s),
+/auth/me in the mix p99 0.97 -> 0.98 s, new pages 61 -> 59 requests/s. In both the writer
+committed 0.8 progress, 0.7 trainings, 0.6 epoch and 0.2 runs transactions a second.
+Runs of the same command spread widely with the neighbours' load. Earlier
 runs with one topic for every table's writes (so epochs and dispatch ended every cached answer)
 measured the snapshot against the log at 19.5 vs 18.1 requests/s (misses not yet shared; the
 cluster's other databases writing 4-5 transactions a second), 121 vs 106 (misses shared) and

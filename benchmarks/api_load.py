@@ -62,7 +62,7 @@ cluster's other databases writing 4-5 transactions a second), 121 vs 106 (misses
 out ahead (one run each, so indicative). The first seed-group request of a fresh API process
 cost 940 ms of CPU before (importing scipy.stats) and 47 ms once that import moved to start-up.
 
-`--read-cache on,off` (PostgreSQL) starts one API server per setting of the snapshot read cache
+`--read-cache on,off` (PostgreSQL) starts one API server per setting of the read cache
 (`ORRERY_READ_CACHE_ENTRIES`, 0 for off) on the same database, and runs every read phase
 against them in turn, alternating, `--rounds` times each: both see the same data and the same
 writer. The figures per phase and setting are requests/s and p50/p95/p99 latency.

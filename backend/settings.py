@@ -78,8 +78,11 @@ class Settings(BaseSettings):
         256,
         ge=0,
         description="answers of GET /runs, /runs/compare, /runs/pareto, /runs/groups, "
-        "/runs/summary and /dashboards/{id}/data kept per API process, "
-        "each valid for one database snapshot (PostgreSQL only; 0 turns the cache off)",
+        "/runs/summary, /runs/export and /dashboards/{id}/data kept per API process, each "
+        "until the next write it could show (PostgreSQL only; 0 turns the cache off)",
+    )
+    read_cache_megabytes: int = Field(
+        64, ge=1, description="the most those answers weigh per API process, bodies summed"
     )
     api_concurrency: int = Field(
         16,

@@ -37,7 +37,32 @@ reads were limited, 3.1 requests/s with p50 12-23 s on every route, /auth/me inc
 `--workers 2`, 12.2 requests/s (/auth/me alone: 273/s), cheap routes p50 0.1-0.2 s and heavy
 ones 6.5-8.8 s, waiting their turn. `heavy_reads.py` gives each route's CPU cost alone.
 
-`--read-cache on,off` (PostgreSQL) starts one API server per setting of the snapshot read cache
+`--code before=DIR,after=DIR` starts one server per source tree on the same database (the
+oldest schema first: it migrates, the next migrates further) and runs every phase against each
+in turn, `--rounds` turns each, so that both see the same data, writer and neighbours:
+
+    python benchmarks/api_load.py --mix --writer --max-seconds 60 --requests 1000000 \
+        --workers 2 --rounds 3 --code before=OLD_TREE,after=. \
+        --database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench \
+        --broker-url redis://127.0.0.1:6379/13
+
+Read answers keyed on the cluster's snapshot (before) against the per-table change log with
+shared misses (after), one such run at load average 15-21: the mix 149 -> 186 requests/s, p99
+2.26 -> 1.86 s (groups 2.42 -> 1.85 s, export 2.61 -> 2.13 s, chart data 2.68 -> 2.51 s);
+/auth/me in the mix p99 0.94 -> 1.02 s; new pages 60 -> 65 requests/s, 24-26% of /auth/me
+alone. A second run (load average 3 at its start, 12-16 by its end): 163.5 -> 170.6 requests/s,
+p99 2.05 -> 1.91 s (groups 2.83 -> 2.15 s, export 2.61 -> 2.28 s, chart data 3.12 -> 2.25 s),
+/auth/me in the mix p99 0.97 -> 0.98 s, new pages 61 -> 59 requests/s. In both the writer
+committed 0.8 progress, 0.7 trainings, 0.6 epoch and 0.2 runs transactions a second.
+Runs of the same command spread widely with the neighbours' load. Earlier
+runs with one topic for every table's writes (so epochs and dispatch ended every cached answer)
+measured the snapshot against the log at 19.5 vs 18.1 requests/s (misses not yet shared; the
+cluster's other databases writing 4-5 transactions a second), 121 vs 106 (misses shared) and
+149 vs 151 (and the t quantiles remembered): only with the split by table did the log come
+out ahead (one run each, so indicative). The first seed-group request of a fresh API process
+cost 940 ms of CPU before (importing scipy.stats) and 47 ms once that import moved to start-up.
+
+`--read-cache on,off` (PostgreSQL) starts one API server per setting of the read cache
 (`ORRERY_READ_CACHE_ENTRIES`, 0 for off) on the same database, and runs every read phase
 against them in turn, alternating, `--rounds` times each: both see the same data and the same
 writer. The figures per phase and setting are requests/s and p50/p95/p99 latency.
@@ -55,6 +80,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -62,6 +88,7 @@ import httpx
 from sqlalchemy import create_engine, insert, select, text
 from sqlalchemy.pool import NullPool
 
+from backend.db.change_log import MARKER_QUERY
 from backend.db.models import Run
 from backend.db.session import session_scope
 
@@ -241,6 +268,21 @@ def compared_phase(
                seconds[name], note)  # fmt: skip
 
 
+def committed_writes(database_url: str) -> dict[str, int]:
+    """Per change topic, the writing transactions committed so far in this database (its
+    change log, db/change_log.py; empty where there is none)."""
+    if not database_url.startswith("postgresql"):
+        return {}
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            if connection.scalar(text("SELECT to_regclass('change_log')")) is None:
+                return {}
+            return {topic: total for topic, total, _ in connection.execute(MARKER_QUERY)}
+    finally:
+        engine.dispose()
+
+
 def wait_until_up(base: str) -> None:
     for _ in range(100):
         try:
@@ -276,6 +318,11 @@ def main() -> None:
         help="'on,off' (or one of them): one server per setting, read phases alternate",
     )
     parser.add_argument(
+        "--code",
+        help="NAME=FOLDER,...: one server per source tree (oldest schema first: the first "
+        "migrates), read phases alternate between them; the writer runs the last tree's code",
+    )
+    parser.add_argument(
         "--rounds", type=int, default=2, help="turns per server in each compared phase"
     )
     parser.add_argument(
@@ -285,6 +332,9 @@ def main() -> None:
     settings = args.read_cache.split(",") if args.read_cache else []
     if any(name not in CACHE_ENTRIES for name in settings):
         raise SystemExit(f"--read-cache: each setting is one of {', '.join(CACHE_ENTRIES)}")
+    trees = dict(item.split("=", 1) for item in args.code.split(",")) if args.code else {}
+    if settings and trees:
+        raise SystemExit("--read-cache and --code: one comparison at a time")
 
     data_dir = Path(tempfile.mkdtemp(prefix="orrery-bench-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORRERY_")}
@@ -297,12 +347,16 @@ def main() -> None:
     orrery = str(Path(sys.executable).parent / "orrery")
     bases: dict[str, str] = {}
     processes: list[subprocess.Popen[bytes]] = []
+    if trees:  # the writer and this script's own database writes use the newest code
+        env["PYTHONPATH"] = str(Path(list(trees.values())[-1]).resolve())
     try:
-        for name in settings or ["default"]:
+        for name in settings or list(trees) or ["default"]:
             port = free_port()
             server_env = dict(env)
             if name in CACHE_ENTRIES:
                 server_env["ORRERY_READ_CACHE_ENTRIES"] = CACHE_ENTRIES[name]
+            if name in trees:
+                server_env["PYTHONPATH"] = str(Path(trees[name]).resolve())
             processes.append(subprocess.Popen(
                 [orrery, "serve", "--no-with-worker", "--port", str(port),
                  "--workers", str(args.workers)],
@@ -316,6 +370,7 @@ def main() -> None:
             f"server: {database_url.split('://')[0]}, {args.workers} API process(es) per server, "
             f"{args.clients} clients, loopback only"
             + (f"; read cache {' and '.join(settings)}, one server each" if settings else "")
+            + (f"; code {', '.join(f'{k} ({v})' for k, v in trees.items())}" if trees else "")
         )
         if args.writer:
             processes.append(subprocess.Popen(
@@ -342,7 +397,7 @@ def main() -> None:
             compare_read_cache(bases, args, database_url)
             return
         if args.mix:
-            user_mix(base, args)
+            user_mix(bases, args)
             return
         # The floor of the stack on this machine: the same server, routing and authentication,
         # and a two-query answer about the caller instead of a page of runs.
@@ -415,42 +470,111 @@ def mix_requests(base: str) -> tuple[int, object]:
     return rows, make
 
 
-def user_mix(base: str, args: argparse.Namespace) -> None:
-    """/auth/me alone, the mix per route, then pages never asked before; and the targets."""
-    load = (base, args.clients, args.requests)
+@dataclass
+class Turns:
+    """One server's requests over its turns of a phase: latencies (all, and per route) and
+    the seconds its turns lasted."""
+
+    latencies: list[float] = field(default_factory=list)
+    routes: dict[str, list[float]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+
+def alternating(bases: dict[str, str], args: argparse.Namespace, make) -> dict[str, Turns]:
+    """One phase against every server in turn, `args.rounds` turns each, `args.max_seconds`
+    in all per server (one turn for a single server). A server's request numbers go on from
+    one of its turns to the next, so that phases asking "new" pages never repeat one."""
+    rounds = args.rounds if len(bases) > 1 else 1
+    turns = {name: Turns() for name in bases}
+    asked = dict.fromkeys(bases, 0)
+    for _ in range(rounds):
+        for name, base in bases.items():
+
+            def numbered(i: int, name: str = name, start: int = asked[name]):
+                asked[name] = max(asked[name], start + i + 1)
+                return make(start + i)
+
+            began = time.perf_counter()
+            turns[name].latencies += asyncio.run(
+                hammer(base, args.clients, args.requests, numbered,
+                       time.monotonic() + args.max_seconds / rounds, turns[name].routes)
+            )  # fmt: skip
+            turns[name].seconds += time.perf_counter() - began
+    return turns
+
+
+def labelled(make):
+    """`make` with a label (its path) on each request, as `hammer`'s routes need."""
+
+    def with_label(i: int) -> tuple[str, str, dict, str]:
+        method, path, kwargs = make(i)
+        return method, path, kwargs, path
+
+    return with_label
+
+
+def user_mix(bases: dict[str, str], args: argparse.Namespace) -> None:
+    """/auth/me alone, the mix per route, then pages never asked before, on each server (in
+    alternating turns when there are several); and the targets per server."""
     print(f"load average before the phases: {os.getloadavg()}")
-    started = time.perf_counter()
-    alone = phase("GET /auth/me alone", *load, lambda i: ("GET", "/api/v1/auth/me", {}),
-                  args.max_seconds)  # fmt: skip
-    alone_rate = len(alone) / (time.perf_counter() - started)
-    rows, make = mix_requests(base)
+    if len(bases) > 1:
+        print(f"each phase: {args.rounds} turns per server of {args.max_seconds / args.rounds:.0f}"
+              f" s, alternating ({args.max_seconds:.0f} s per server)")  # fmt: skip
+    me = labelled(lambda i: ("GET", "/api/v1/auth/me", {}))
+    alone = alternating(bases, args, me)
+    for name, turns in alone.items():
+        report(f"[{name}] GET /auth/me alone ({args.clients} clients)", turns.latencies,
+               turns.seconds)  # fmt: skip
+    makes = {}
+    for name, base in bases.items():
+        rows, makes[name] = mix_requests(base)
     print(f"mix: {', '.join(MIX_ROUTES)} round robin; the export has {rows} rows")
-    routes: dict[str, list[float]] = {}
-    started = time.perf_counter()
-    latencies = asyncio.run(
-        hammer(base, args.clients, args.requests, make, time.monotonic() + args.max_seconds,
-               routes)
-    )  # fmt: skip
-    seconds = time.perf_counter() - started
-    for name in MIX_ROUTES:
-        report(f"  mix: GET {name}", routes.get(name, []), seconds)
-    report(f"mix, all routes ({args.clients} clients)", latencies, seconds)
+    mixed: dict[str, Turns] = {name: Turns() for name in bases}
+    rounds = args.rounds if len(bases) > 1 else 1
+    writes, began = committed_writes(args.database_url or ""), time.perf_counter()
+    for _ in range(rounds):
+        for name, base in bases.items():
+            one = alternating({name: base}, args_with(args, args.max_seconds / rounds),
+                              makes[name])[name]  # fmt: skip
+            mixed[name].latencies += one.latencies
+            mixed[name].seconds += one.seconds
+            for route, latencies in one.routes.items():
+                mixed[name].routes.setdefault(route, []).extend(latencies)
+    for name, turns in mixed.items():
+        for route in MIX_ROUTES:
+            report(f"  [{name}] mix: GET {route}", turns.routes.get(route, []), turns.seconds)
+        report(f"[{name}] mix, all routes ({args.clients} clients)", turns.latencies,
+               turns.seconds)  # fmt: skip
     print(f"load average after the mix: {os.getloadavg()}")
-    started = time.perf_counter()
-    new = phase("GET /runs, pages never asked before", *load, new_query, args.max_seconds)
-    new_rate = len(new) / (time.perf_counter() - started)
-    mix_rate = len(latencies) / seconds
-    me = routes.get(MIX_ROUTES[0], [])
-    checks = {
-        "mix >= 50 requests/s": mix_rate >= 50,
-        "mix p99 < 2 s": bool(latencies) and percentile(latencies, 0.99) < 2.0,
-        "/auth/me p99 < 200 ms during the mix": bool(me) and percentile(me, 0.99) < 0.2,
-        "new pages >= 50% of /auth/me alone": new_rate >= 0.5 * alone_rate,
-    }
-    print(
-        f"new pages at {new_rate / alone_rate:.0%} of /auth/me alone; targets: "
-        + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in checks.items())
-    )
+    seconds = time.perf_counter() - began
+    after = committed_writes(args.database_url or "")
+    if after:
+        rates = ", ".join(f"{t} {(n - writes.get(t, 0)) / seconds:.1f}" for t, n in after.items())
+        print(f"writing transactions committed during the mix, per second by topic: {rates}")
+    new = alternating(bases, args, labelled(new_query))
+    for name, turns in new.items():
+        report(f"[{name}] GET /runs, pages never asked before ({args.clients} clients)",
+               turns.latencies, turns.seconds)  # fmt: skip
+    for name in bases:
+        latencies, me_in_mix = mixed[name].latencies, mixed[name].routes.get(MIX_ROUTES[0], [])
+        checks = {
+            "mix >= 50 requests/s": mixed[name].rate >= 50,
+            "mix p99 < 2 s": bool(latencies) and percentile(latencies, 0.99) < 2.0,
+            "/auth/me p99 < 200 ms during the mix": bool(me_in_mix)
+            and percentile(me_in_mix, 0.99) < 0.2,
+            "new pages >= 50% of /auth/me alone": new[name].rate >= 0.5 * alone[name].rate,
+        }
+        verdicts = "; ".join(f"{k}: {'met' if ok else 'NOT met'}" for k, ok in checks.items())
+        share = new[name].rate / alone[name].rate
+        print(f"[{name}] new pages at {share:.0%} of /auth/me alone; targets: {verdicts}")
+
+
+def args_with(args: argparse.Namespace, max_seconds: float) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), "max_seconds": max_seconds, "rounds": 1})
 
 
 def new_query(i: int) -> tuple[str, str, dict]:

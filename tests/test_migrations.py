@@ -34,6 +34,7 @@ EXPECTED_TABLES = {
     "design_searches",
     "search_chunks",
     "saved_accelerators",
+    "change_log",
 }
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import re
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -12,9 +14,12 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError
 
 from backend.api import api_docs
+from backend.api.access import VISIBLE_RUN_TABLES
 from backend.api.cached_reads import CachedReads
 from backend.api.limits import BodySizeLimit, ConcurrencyLimit
+from backend.api.marker_reader import marker_reader
 from backend.api.page_headers import PageHeaders
+from backend.api.read_cache import ReadCache
 from backend.api.refusals import REFUSALS, domain_refusal
 from backend.api.routes import (
     accounts,
@@ -29,25 +34,31 @@ from backend.api.routes import (
     searches,
     teams,
 )
-from backend.api.snapshot_cache import SnapshotCache
-from backend.api.snapshot_reader import snapshot_reader
 from backend.api.unicode_input import RefuseLoneSurrogates
 from backend.auth.redact import redact_access_log, validation_error_handler
+from backend.db.change_log import PROGRESS
 from backend.delivery.queue import make_celery
 from backend.delivery.reconcile import reconciler_lifespan
 from backend.settings import Settings, get_settings
 
 API_PREFIX = "/api/v1"
-# Read-only endpoints whose answers depend only on the request, the caller and the database.
-CACHED_READS = (
-    f"{API_PREFIX}/runs",
-    f"{API_PREFIX}/runs/compare",
-    f"{API_PREFIX}/runs/pareto",
-    f"{API_PREFIX}/runs/groups",
-    f"{API_PREFIX}/runs/summary",
-)
-# The same, with an id in the path: a dashboard's chart data (its config is in the database).
-CACHED_READ_PATTERNS = re.compile(rf"{API_PREFIX}/dashboards/[^/]+/data")
+# Read-only endpoints whose answers depend only on the request, the caller and the database,
+# with the change topics they show (db/change_log.py): the tables they read, and a training's
+# progress where they show it (the run table's rows and the dashboards' charts, not aggregates
+# or exports). tests/security/test_cached_reads.py checks each list against the statements the
+# endpoint runs.
+CACHED_READS = {
+    f"{API_PREFIX}/runs": (*VISIBLE_RUN_TABLES, "epoch_metrics", PROGRESS),
+    f"{API_PREFIX}/runs/compare": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/pareto": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/groups": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/summary": VISIBLE_RUN_TABLES,
+    f"{API_PREFIX}/runs/export": VISIBLE_RUN_TABLES,
+    # a dashboard's chart data (its config is in the database)
+    rf"{API_PREFIX}/dashboards/[^/]+/data": (
+        *VISIBLE_RUN_TABLES, "dashboards", "layer_results", "epoch_metrics", PROGRESS,
+    ),
+}  # fmt: skip
 EVENT_STREAMS = re.compile(rf"{API_PREFIX}/experiments/[^/]+/events")
 # Reads whose work grows with the runs they cover (every run matching the filters, or a
 # dashboard's runs with their layers and epochs): a few at a time (ConcurrencyLimit).
@@ -57,9 +68,16 @@ HEAVY_READS = re.compile(
 )
 
 
+# Imported by the first seed-group interval (scipy.stats: about 2 s of CPU): loaded while the
+# process starts, in the background, rather than by the first request that needs it.
+LOADED_AT_START = ("scipy.stats",)
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    async with reconciler_lifespan(app), snapshot_reader(app):
+    for module in LOADED_AT_START:
+        threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
+    async with reconciler_lifespan(app), marker_reader(app):
         yield
 
 
@@ -107,7 +125,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.celery = make_celery(settings, name="orrery-api", sender=True)
-    app.state.read_cache = SnapshotCache(settings.read_cache_entries)
+    app.state.read_cache = ReadCache(
+        settings.read_cache_entries, settings.read_cache_megabytes * 2**20
+    )
     # The last added runs first: cached answers need no slot, and a slow upload holds none.
     app.add_middleware(
         ConcurrencyLimit,
@@ -118,7 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(RefuseLoneSurrogates)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(CachedReads, paths=CACHED_READS, patterns=CACHED_READ_PATTERNS)
+    app.add_middleware(CachedReads, reads=CACHED_READS)
     app.add_middleware(PageHeaders)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     redact_access_log()

@@ -21,6 +21,9 @@ from backend.auth.tokens import user_for_token
 from backend.db.models import TeamMembership, User
 
 LOCAL_USER_EMAIL = "local@orrery.invalid"
+# What finding the caller and their teams reads: the change topics (db/change_log.py) of every
+# cached read, whose answers are per caller.
+CALLER_TABLES = ("users", "user_sessions", "api_tokens", "teams", "team_memberships")
 
 
 def hash_token(token: str) -> str:

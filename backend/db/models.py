@@ -212,6 +212,18 @@ class WorkerHeartbeat(Base):
     beat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
+class ChangeLog(Base):
+    """Which transactions wrote, by topic: one row per (topic, writing transaction), kept by
+    PostgreSQL triggers on every other table (backend/db/change_log.py says how and why);
+    periodically folded into one row per topic whose weight counts the rows it replaced."""
+
+    __tablename__ = "change_log"
+
+    topic: Mapped[str] = mapped_column(String(40), primary_key=True)
+    xid: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # the writer's transaction
+    weight: Mapped[int] = mapped_column(BigInteger, default=1)
+
+
 def _inserted_group_key(context: Any) -> str:
     """The group key of a run inserted without one, from the configs of the insert."""
     from backend.analysis.groups import group_key

@@ -1,11 +1,12 @@
-"""GET /runs answers cached per database snapshot: reused while nothing is written, never stale,
-never shown to another user or past the caller's own validity; concurrent misses computed once;
-snapshots read once for many requests, never older than a request; and API tokens that do not
-write on every request."""
+"""GET /runs answers cached per database change marker: reused while nothing they show is
+written, never stale, never shown to another user or past the caller's own validity; concurrent
+misses computed once; markers read once for many requests, never older than a request; each
+cached read names the tables it reads; and API tokens that do not write on every request."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,15 +14,16 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 from fastapi.testclient import TestClient
-from sqlalchemy import event, select, text, update
+from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from backend.api.app import create_app
-from backend.api.snapshot_reader import SnapshotReader
+from backend.api.app import CACHED_READS, create_app
+from backend.api.marker_reader import MarkerReader
 from backend.auth.secrets import digest, new_secret
 from backend.auth.sessions import SESSION_COOKIE
 from backend.db import migrate
-from backend.db.models import ApiToken, Run, UserSession
+from backend.db.change_log import LIVENESS, PROGRESS
+from backend.db.models import ApiToken, Base, Run, User, UserSession
 from backend.db.session import engine_for, session_scope
 from backend.settings import Settings
 from tests.security.conftest import BASE_URL, World
@@ -120,6 +122,57 @@ def test_concurrent_misses_of_one_query_are_computed_once(
     assert len(pages) == 2, "one page for the first request, one for the eight together"
 
 
+def test_concurrent_misses_share_one_answer_though_a_write_kept_it_from_the_cache(
+    accounts_settings: Settings, world: World
+) -> None:
+    """A write committed while the first of several concurrent misses computes: the answer is
+    not cached (it may predate the write), yet the misses that waited take it rather than each
+    computing the page again; the next request computes afresh and shows the write."""
+    app = create_app(accounts_settings)
+    engine = engine_for(accounts_settings.effective_database_url)
+    written: list[bool] = []
+
+    def write_meanwhile(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if "ORDER BY" in statement and "LIMIT" in statement and not written:
+            written.append(True)
+            with session_scope(accounts_settings.effective_database_url) as db:
+                db.execute(update(Run).where(Run.id == world.run_ids[0]).values(accuracy=0.999))
+
+    async def scenario() -> tuple[list[httpx.Response], httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client,
+        ):
+            await client.get("/api/v1/runs", headers=world.alice.auth)  # token use recorded
+            event.listen(engine, "before_cursor_execute", write_meanwhile)
+            try:
+                together = await asyncio.gather(
+                    *(
+                        client.get("/api/v1/runs", params=QUERY, headers=world.alice.auth)
+                        for _ in range(8)
+                    )
+                )
+            finally:
+                event.remove(engine, "before_cursor_execute", write_meanwhile)
+            return together, await client.get(
+                "/api/v1/runs", params=QUERY, headers=world.alice.auth
+            )
+
+    with app_statements(accounts_settings) as statements:
+        together, next_one = asyncio.run(scenario())
+    assert written == [True]
+    assert {response.status_code for response in together} == {200}
+    assert len({response.content for response in together}) == 1
+    pages = [s for s in statements if "ORDER BY" in s and "LIMIT" in s]
+    assert len(pages) == 3, "the warm-up, one for the eight together, one for the next"
+    assert next_one.json()["items"][0] == {
+        **next_one.json()["items"][0],
+        "id": world.run_ids[0],
+        "accuracy": 0.999,
+    }
+
+
 def test_repeated_query_is_served_from_the_cache_until_a_write(
     client: TestClient, accounts_settings: Settings, world: World
 ) -> None:
@@ -188,16 +241,18 @@ def test_token_use_is_recorded_to_the_minute_not_on_every_request(
     assert now is not None and now > earlier + timedelta(minutes=1)
 
 
-def test_snapshot_reads_are_shared_by_concurrent_requests_and_never_older_than_them(
+def test_marker_reads_are_shared_by_concurrent_requests_and_never_older_than_them(
     postgres_url: str,
 ) -> None:
-    async def scenario() -> tuple[int, set[str | None], str | None, str | None]:
+    migrate.upgrade(postgres_url)
+
+    async def scenario() -> tuple[int, set[object], object, object]:
         engine = create_async_engine(postgres_url, isolation_level="AUTOCOMMIT")
         queries: list[str] = []
         event.listen(
             engine.sync_engine, "before_cursor_execute", lambda *args: queries.append(args[2])
         )
-        reader = SnapshotReader(engine)
+        reader = MarkerReader(engine)
         try:
             together = set(await asyncio.gather(*(reader.current() for _ in range(20))))
             sent = len(queries)
@@ -208,7 +263,7 @@ def test_snapshot_reads_are_shared_by_concurrent_requests_and_never_older_than_t
                 waiting = asyncio.gather(reader.current(), reader.current())
                 await asyncio.sleep(0.05)
                 with session_scope(postgres_url) as db:
-                    db.execute(text("CREATE TABLE written_meanwhile (id int)"))
+                    db.add(User(email="meanwhile@example.com", display_name="meanwhile"))
             after = set(await waiting)
         finally:
             await engine.dispose()
@@ -244,3 +299,49 @@ def test_groups_and_dashboard_data_are_cached_until_a_write_and_per_user(
         db.execute(update(Run).where(Run.id == world.run_ids[0]).values(accuracy=0.99))
     charted = client.get(paths[1], headers=world.alice.auth).json()["runs"]
     assert {run["id"]: run["accuracy"] for run in charted}[world.run_ids[0]] == 0.99
+
+
+def tables_read(statements: list[str]) -> set[str]:
+    return {
+        name
+        for statement in statements
+        for name in re.findall(r'\b(?:FROM|JOIN)\s+"?([a-z_]+)"?', statement)
+    }
+
+
+def test_each_cached_read_names_every_table_it_reads(
+    client: TestClient, accounts_settings: Settings, world: World
+) -> None:
+    """A cached answer lasts until a write to a table it names (api/app.py, CACHED_READS): a
+    table it reads and does not name would leave it stale. Each cached read is asked here with
+    the options that read the most (extra columns of every group, filters, a sort, both export
+    formats) and must have named every table its statements read."""
+    columns = client.get("/api/v1/runs/columns", headers=world.alice.auth).json()
+    one_per_group = {column["group"]: column["key"] for column in columns}
+    made = client.post(
+        "/api/v1/dashboards",
+        json={"name": "d", "config": {"filters": {"sort": "-accuracy"}}},
+        headers=world.alice.auth,
+    )
+    assert made.status_code == 201, made.text
+    filters = {"technique": "sparsetrain", "range": "accuracy:0:", "sort": "-speedup"}
+    asked = {
+        "/api/v1/runs": {**filters, "column": list(one_per_group.values())},
+        "/api/v1/runs/compare": {"ids": world.run_ids},
+        "/api/v1/runs/pareto": filters,
+        "/api/v1/runs/groups": filters,
+        "/api/v1/runs/summary": {**filters, "by": ["technique", "param:seed"]},
+        "/api/v1/runs/export": filters,
+        f"/api/v1/dashboards/{made.json()['id']}/data": {},
+    }
+    reads = [(re.compile(path), topics) for path, topics in CACHED_READS.items()]
+    for path, params in asked.items():
+        named = next(topics for read, topics in reads if read.fullmatch(path))
+        assert set(named) <= set(Base.metadata.tables) | {PROGRESS, LIVENESS}, path
+        for extra in ({}, {"format": "json"}) if path.endswith("export") else ({},):
+            with app_statements(accounts_settings) as statements:
+                answer = client.get(path, params={**params, **extra}, headers=world.alice.auth)
+            assert answer.status_code == 200, (path, answer.text)
+            assert statements, f"{path} was computed, not served from the cache"
+            assert tables_read(statements) - {"change_log"} <= set(named), path
+    assert len(asked) == len(CACHED_READS)

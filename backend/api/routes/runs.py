@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, aliased
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.analysis.pareto import front_2d, front_3d
 from backend.api.access import (
+    VISIBLE_RUN_TABLES,
     DeletableRun,
     EditableRun,
     VisibleRun,
@@ -96,7 +97,7 @@ def list_runs(
     def count() -> int:
         return db.scalar(filtered_runs(db, user, filters, func.count(Run.id))) or 0
 
-    total = cache.answer(db, ("runs.count", matching, user.id), count)
+    total = cache.answer(db, ("runs.count", matching, user.id), count, VISIBLE_RUN_TABLES)
     # Sort and page narrow rows (ids), then load only the page's rows: the database then never
     # drags every run's JSON columns through the sort.
     page_ids = list(

@@ -14,7 +14,7 @@ from alembic import op
 
 from backend.db import change_log
 
-revision: str = "0020_change_log"
+revision: str = "0020"
 down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

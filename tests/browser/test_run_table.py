@@ -217,6 +217,7 @@ def seed_configured_runs(server: Server) -> tuple[int, list[dict]]:
                             "energy_ratio": 1 - i / 100,
                             "total_cycles": 1_000_000 + 12_345 * i,
                             "stall_cycles": 1_000 * i,
+                            "stall_share": 1_000 * i / (1_000_000 + 12_345 * i),
                             "energy_pj": 1.7e8 + 1e6 * i,
                             "dram_bytes": 3 * 2**20 + 4096 * i,
                             "seconds": 0.0123 + i / 1000,
@@ -322,7 +323,9 @@ def test_any_field_or_figure_as_a_column_and_grouped_by_several(
     box = last.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1400
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 1400
-    energies = summary.locator("tbody td:nth-child(10)").all_inner_texts()
+    headings = [h.strip(" ▲▼") for h in summary.locator("thead th").all_inner_texts()]
+    energy_column = headings.index("Energy") + 1
+    energies = summary.locator(f"tbody td:nth-child({energy_column})").all_inner_texts()
     assert any(re.fullmatch(r"\d+\.?\d* ± \d+\.?\d* µJ", text) for text in energies), energies
     page.screenshot(path=screenshots / "27-compare-summary-1400.png", full_page=True)
     assert console.errors == []

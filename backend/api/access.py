@@ -28,7 +28,7 @@ object exists (403, not 404) when trying to change it, since they can read it an
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, TypeVar
 
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
@@ -186,18 +186,28 @@ EditableExperiment = Annotated[Experiment, Depends(editable_experiment)]
 DeletableExperiment = Annotated[Experiment, Depends(deletable_experiment)]
 
 
-def visible_run(run_id: int, db: DbSession, user: CurrentUser) -> Run:
-    """The run, its experiment loaded into `run.experiment` by the same query: no later lazy
-    load can find the experiment deleted meanwhile (a retry racing a delete)."""
-    run = db.scalars(
-        select(Run)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .options(contains_eager(Run.experiment))
-        .where(Run.id == run_id, visible_to(user, db))
+_Row = TypeVar("_Row", Run, DesignSearchRow)
+
+
+def _with_its_experiment(
+    db: DbSession, user: CurrentUser, table: type[_Row], row_id: int, what: str
+) -> _Row:
+    """The row of `table` (a run or a design search) if the user sees its experiment, the
+    experiment loaded into `row.experiment` by the same query: no later lazy load can find the
+    experiment deleted meanwhile (a retry racing a delete). 404 otherwise."""
+    row = db.scalars(
+        select(table)
+        .join(Experiment, Experiment.id == table.experiment_id)
+        .options(contains_eager(table.experiment))
+        .where(table.id == row_id, visible_to(user, db))
     ).first()
-    if run is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    return run
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {row_id} not found")
+    return row
+
+
+def visible_run(run_id: int, db: DbSession, user: CurrentUser) -> Run:
+    return _with_its_experiment(db, user, Run, run_id, "run")
 
 
 VisibleRun = Annotated[Run, Depends(visible_run)]
@@ -218,16 +228,7 @@ def deletable_run(run: VisibleRun, user: CurrentUser) -> Run:
 
 
 def visible_search(search_id: int, db: DbSession, user: CurrentUser) -> DesignSearchRow:
-    """A design search, seen by whoever sees its experiment; its experiment loaded with it."""
-    search = db.scalars(
-        select(DesignSearchRow)
-        .join(Experiment, Experiment.id == DesignSearchRow.experiment_id)
-        .options(contains_eager(DesignSearchRow.experiment))
-        .where(DesignSearchRow.id == search_id, visible_to(user, db))
-    ).first()
-    if search is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"search {search_id} not found")
-    return search
+    return _with_its_experiment(db, user, DesignSearchRow, search_id, "search")
 
 
 VisibleSearch = Annotated[DesignSearchRow, Depends(visible_search)]

@@ -141,16 +141,7 @@ def dispatch(db: Session, celery: Celery, ahead: int) -> list[int]:
             marked.append((training_id, task_id))
     db.commit()
 
-    def unmark(unsent: list[int]) -> None:
-        db.execute(
-            update(Training)
-            .where(Training.id.in_(unsent), Training.status == "queued")
-            .values(sent_at=None, sends=0)
-            .execution_options(synchronize_session=False)
-        )
-        db.commit()
-
-    sent = send_marked(celery, TaskName.TRAIN, marked, unmark)
+    sent = send_marked(db, celery, TaskName.TRAIN, Training, marked)
     if sent:
         log.info("dispatched trainings %s", sent)
     return sent

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from celery import Celery
@@ -22,7 +22,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from backend.db.models import Training
+from backend.db.models import SearchChunk, Training
 from backend.delivery.queue import TaskName
 
 log = logging.getLogger("orrery.send")
@@ -75,14 +75,15 @@ def enqueue_trainings(
 
 
 def send_marked(
+    db: Session,
     celery: Celery,
     task_name: str,
+    table: type[Training] | type[SearchChunk],
     marked: Sequence[tuple[int, str]],
-    unmark: Callable[[list[int]], None],
 ) -> list[int]:
-    """Send a task per (id, task id) already marked sent and committed; the ids sent. At the
-    first send the broker refuses, `unmark` the ids not sent (they wait for the next dispatch)
-    and raise BrokerUnavailable."""
+    """Send a task per (row id, task id) already marked sent and committed; the ids sent. At
+    the first send the broker refuses, the rows not sent that are still queued lose their mark
+    (they wait for the next dispatch), and BrokerUnavailable is raised."""
     sent: list[int] = []
     for target_id, task_id in marked:
         try:
@@ -95,7 +96,14 @@ def send_marked(
                 ignore_result=True,
             )
         except Exception as exc:  # kombu raises many connection error types
-            unmark([i for i, _ in marked if i not in sent])
+            db.execute(
+                update(table)
+                .where(table.id.in_([i for i, _ in marked if i not in sent]))
+                .where(table.status == "queued")
+                .values(sent_at=None, sends=0)
+                .execution_options(synchronize_session=False)
+            )
+            db.commit()
             raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
         sent.append(target_id)
     return sent

@@ -99,16 +99,7 @@ def _mark_and_send(
             marked.append((chunk_id, task_id))
     db.commit()
 
-    def unmark(unsent: list[int]) -> None:
-        db.execute(
-            update(SearchChunk)
-            .where(SearchChunk.id.in_(unsent), SearchChunk.status == "queued")
-            .values(sent_at=None, sends=0)
-            .execution_options(synchronize_session=False)
-        )
-        db.commit()
-
-    sent = send_marked(celery, TaskName.SEARCH_CHUNK, marked, unmark)
+    sent = send_marked(db, celery, TaskName.SEARCH_CHUNK, SearchChunk, marked)
     if sent:
         log.info("sent search chunks %s", sent)
     return sent

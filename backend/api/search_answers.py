@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field, create_model
 
 from backend.db.models import DesignSearchRow
 from backend.searches.records import Progress
+from backend.specs.axes import Scalar
 from backend.specs.design_search import FIGURES, DesignSearch
-from backend.specs.experiment import Scalar
 from backend.specs.figures import DESIGN_MEASURES
 
 MEASURE_OF = dict(zip(FIGURES, DESIGN_MEASURES, strict=True))

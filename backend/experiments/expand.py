@@ -32,7 +32,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from backend.analysis.groups import group_key
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
-from backend.specs.experiment import BaselineHardware, ExperimentSpec, Scalar, SweepAxis
+from backend.specs.axes import Scalar, SweepAxis
+from backend.specs.experiment import BaselineHardware, ExperimentSpec
 from backend.specs.recipes import resolve_recipe
 from backend.specs.techniques import (
     BASELINE,

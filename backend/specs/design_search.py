@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
-from backend.specs.experiment import Scalar, SweepAxis
+from backend.specs.axes import Scalar, SweepAxis
 
 # The hardware fields a search may vary (dotted paths into AcceleratorConfig).
 SEARCH_FIELDS: tuple[str, ...] = (

@@ -13,7 +13,6 @@ workloads (`search`, backend/specs/design_search.py; run by backend/searches/).
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,65 +26,17 @@ from pydantic import (
 )
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
+from backend.specs.axes import SweepAxis
+from backend.specs.design_search import DesignSearch
 from backend.specs.techniques import TechniqueParams
 from backend.specs.titles import field_title
 from backend.specs.training import TrainingConfig
 
-Scalar = float | int | str | bool
 BaselineHardware = Literal["dense", "same"]
 
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", field_title_generator=field_title)
-
-
-class SweepAxis(_Spec):
-    """The values one field takes: a list, a range, or (random sampling) an interval."""
-
-    values: list[Scalar] | None = Field(
-        None, min_length=1, max_length=10_000, description="explicit values (grid or random choice)"
-    )
-    start: float | None = Field(None, description="range start, inclusive")
-    stop: float | None = Field(None, description="range stop, inclusive")
-    step: float | None = Field(None, gt=0, description="range step")
-    low: float | None = Field(None, description="random sampling: lower bound")
-    high: float | None = Field(None, description="random sampling: upper bound")
-    log: bool = Field(False, description="random sampling: uniform in log space")
-    integer: bool = Field(False, description="round sampled or ranged values to integers")
-
-    @model_validator(mode="after")
-    def _one_form(self) -> SweepAxis:
-        forms = [
-            self.values is not None,
-            self.start is not None or self.stop is not None or self.step is not None,
-            self.low is not None or self.high is not None,
-        ]
-        if sum(forms) != 1:
-            raise ValueError("give exactly one of: values; start/stop/step; low/high")
-        if forms[1] and (self.start is None or self.stop is None or self.step is None):
-            raise ValueError("a range needs start, stop and step")
-        if forms[1] and self.stop < self.start:  # type: ignore[operator]
-            raise ValueError("stop must not be below start")
-        if forms[2]:
-            if self.low is None or self.high is None or self.high < self.low:
-                raise ValueError("an interval needs low <= high")
-            if self.log and self.low <= 0:
-                raise ValueError("a log interval needs low > 0")
-        return self
-
-    def finite_values(self, integer: bool = False) -> list[Scalar]:
-        """The values of a list or range axis (a range includes its stop, within rounding);
-        `integer` rounds ranged values to integers as the axis's own `integer` does."""
-        if self.values is not None:
-            return list(self.values)
-        assert self.start is not None and self.stop is not None and self.step is not None
-        count = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
-        values = [self.start + i * self.step for i in range(count)]
-        return (
-            [round(v) for v in values]
-            if self.integer or integer
-            else [round(v, 12) for v in values]
-        )
 
 
 class Sweep(_Spec):
@@ -171,9 +122,3 @@ class ExperimentSpec(_Spec):
             if not 0 <= seed < 2**31:
                 raise ValueError(f"seed {seed} must be in [0, 2^31)")
         return seeds
-
-
-# The search's spec builds on SweepAxis above, so it is imported once that exists.
-from backend.specs.design_search import DesignSearch  # noqa: E402
-
-ExperimentSpec.model_rebuild()

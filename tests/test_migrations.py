@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy import create_engine, inspect, text
 
 from backend.analysis.groups import group_key
-from backend.db import migrate
+from backend.db import migrate, sort_indexes
 from backend.db.models import Base
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.experiment import ExperimentSpec
@@ -85,12 +85,49 @@ def test_query_indexes_exist_on_postgresql(postgres_url: str, table: str) -> Non
     unique = {tuple(uc["column_names"]) for uc in inspector.get_unique_constraints(table)}
     engine.dispose()
     expected = {
-        "runs": {("experiment_id", "status"), ("technique",), ("status", "created_at")},
+        "runs": {
+            ("experiment_id", "status"),
+            ("technique",),
+            ("status", "created_at"),
+            ("energy_pj",),
+            ("total_cycles",),
+        },
         "experiments": {("owner_id", "created_at"), ("team_id", "created_at")},
         "api_tokens": {("token_hash",)},
         "share_links": {("token_hash",)},
     }[table]
     assert expected <= indexed | unique
+
+
+def test_the_descending_sort_indexes_put_unfinished_runs_last_on_postgresql(
+    postgres_url: str,
+) -> None:
+    """The run list sorts a figure descending with NULLS LAST: only an index in that order lets
+    the database read a page off it (backend/db/sort_indexes.py)."""
+    migrate.upgrade(postgres_url)
+    engine = create_engine(postgres_url)
+    with engine.connect() as connection:
+        definitions = dict(
+            connection.execute(
+                text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'runs'")
+            ).all()
+        )
+        # Whether the index can give the list's order at all: with sorting priced out, the
+        # planner reads the index only if its order is the one asked for.
+        connection.execute(text("SET enable_sort = off"))
+        plan = connection.execute(
+            text("EXPLAIN SELECT id FROM runs ORDER BY speedup DESC NULLS LAST LIMIT 50")
+        ).scalars()
+        walked = any("ix_runs_speedup_desc" in line for line in plan)
+    engine.dispose()
+    for name, figure in sort_indexes.DESCENDING.items():
+        assert definitions[name].endswith(f"({figure} DESC NULLS LAST)"), definitions.get(name)
+    assert walked
+    migrate.downgrade(postgres_url, "0020")
+    engine = create_engine(postgres_url)
+    names = {ix["name"] for ix in inspect(engine).get_indexes("runs")}
+    engine.dispose()
+    assert not names & set(sort_indexes.DESCENDING)
 
 
 def test_the_chain_has_one_head() -> None:

@@ -79,6 +79,12 @@ def visible_to(viewer: Viewer, db: Session | None = None) -> Any:
     return and_(*(owned_or_shared(u, Experiment.owner_id, Experiment.team_id) for u in users))
 
 
+def run_visible_to(viewer: Viewer) -> Any:
+    """SQL clause on `Run` alone: its experiment is visible to `viewer`. A semi-join rather than
+    a join of experiments, so that the database can read a sorted page of runs off an index."""
+    return Run.experiment_id.in_(select(Experiment.id).where(visible_to(viewer)))
+
+
 def can_edit(db: Session, user: User, owner_id: int | None, team_id: int | None) -> bool:
     return owner_id == user.id or (
         team_id is not None and team_id in team_ids(db, user, roles=EDITOR_ROLES)

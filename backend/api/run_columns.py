@@ -254,7 +254,7 @@ def extra_values(db: Session, run_ids: list[int], keys: list[str]) -> dict[int, 
     figures = [c.key.removeprefix("epoch.") for c in wanted if c.group == "epoch figure"]
     if figures and run_ids:
         trainings = dict(
-            db.execute(select(Run.id, Run.training_id).where(Run.id.in_(run_ids))).tuples().all()
+            db.execute(select(Run.id, Run.training_id).where(Run.id.in_(run_ids))).all()
         )
         epochs: dict[int, list[dict[str, Any]]] = {}
         query = (

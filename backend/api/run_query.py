@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy import Select, String, and_, cast, or_, select
 from sqlalchemy.orm import Session
 
-from backend.api.access import Viewer, visible_to
+from backend.api.access import Viewer, run_visible_to
 from backend.api.run_columns import COLUMNS
 from backend.db.models import Experiment, Run
 
@@ -89,10 +89,8 @@ def _param_clause(item: str) -> Any:
     return field.as_float() == number
 
 
-SEARCHED = (
-    Experiment.name,
-    Experiment.notes,
-    cast(Experiment.tags, String),
+SEARCHED_EXPERIMENT = (Experiment.name, Experiment.notes, cast(Experiment.tags, String))
+SEARCHED_RUN = (
     Run.notes,
     cast(Run.tags, String),
     Run.technique,
@@ -108,7 +106,15 @@ def _search_clause(text: str) -> Any:
     words = []
     for word in text.split():
         pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        words.append(or_(*(column.ilike(pattern, escape="\\") for column in SEARCHED)))
+        experiments = select(Experiment.id).where(
+            or_(*(column.ilike(pattern, escape="\\") for column in SEARCHED_EXPERIMENT))
+        )
+        words.append(
+            or_(
+                Run.experiment_id.in_(experiments),
+                *(column.ilike(pattern, escape="\\") for column in SEARCHED_RUN),
+            )
+        )
     return and_(*words)
 
 
@@ -187,8 +193,4 @@ def filtered_runs(
     db: Session, viewer: Viewer, filters: RunFilters, entity: Any = Run
 ) -> Select[tuple[Any]]:
     """The visible runs matching the filters, selecting `entity` (the Run, or some columns)."""
-    return (
-        select(entity)
-        .join(Experiment, Experiment.id == Run.experiment_id)
-        .where(visible_to(viewer, db), *filters.where())
-    )
+    return select(entity).select_from(Run).where(run_visible_to(viewer), *filters.where())

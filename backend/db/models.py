@@ -249,6 +249,8 @@ class Run(RunMeasureColumns, Base):
         Index("ix_runs_status_created", "status", "created_at"),
         Index("ix_runs_speedup", "speedup"),
         Index("ix_runs_accuracy", "accuracy"),
+        Index("ix_runs_energy_pj", "energy_pj"),
+        Index("ix_runs_total_cycles", "total_cycles"),
         Index("ix_runs_training", "training_id"),
         Index("ix_runs_group_key", "group_key"),
     )

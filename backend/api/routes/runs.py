@@ -98,19 +98,14 @@ def list_runs(
         return db.scalar(filtered_runs(db, user, filters, func.count(Run.id))) or 0
 
     total = cache.answer(db, ("runs.count", matching, user.id), count, VISIBLE_RUN_TABLES)
-    # Sort and page narrow rows (ids), then load only the page's rows: the database then never
-    # drags every run's JSON columns through the sort.
-    page_ids = list(
-        db.scalars(
-            filtered_runs(db, user, filters, Run.id).order_by(*order).limit(limit).offset(offset)
-        )
-    )
-    rows = db.execute(select(*RUN_OUT_COLUMNS).where(Run.id.in_(page_ids))).mappings()
-    by_id = {row["id"]: row for row in rows}
-    extras = extra_values(db, page_ids, column)
-    items = [
-        RunRow.model_validate({**by_id[run_id], "columns": extras[run_id]}) for run_id in page_ids
-    ]
+    # Sort and page narrow rows (ids), then join only the page's rows to what they show, in one
+    # statement: the database never drags every run's JSON columns through the sort.
+    page = filtered_runs(db, user, filters, Run.id).order_by(*order).limit(limit).offset(offset)
+    shown = page.subquery()
+    joined = select(*RUN_OUT_COLUMNS).join(shown, shown.c.id == Run.id).order_by(*order)
+    rows = list(db.execute(joined).mappings())
+    extras = extra_values(db, [row["id"] for row in rows], column)
+    items = [RunRow.model_validate({**row, "columns": extras[row["id"]]}) for row in rows]
     answer = Page[RunRow](total=total, limit=limit, offset=offset, items=items)
     return Response(answer.model_dump_json().encode(), media_type="application/json")
 

@@ -141,11 +141,12 @@ def reconcile(
             )
         if report.skipped:
             console.print(
-                f"[yellow]{report.checked} queued trainings, undecided:[/] {report.skipped}"
+                f"[yellow]{report.checked} trainings awaiting a worker, undecided:[/] "
+                f"{report.skipped}"
             )
         else:
             console.print(
-                f"{report.checked} queued trainings checked, "
+                f"{report.checked} trainings awaiting a worker checked, "
                 f"{len(report.requeued)} re-enqueued {report.requeued or ''}".rstrip()
             )
         if report.dispatched:

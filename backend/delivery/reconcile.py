@@ -17,6 +17,12 @@ the wait is
 the broker's storage was wiped, a dispatcher crashed between marking a training sent and
 sending it.
 
+A training already done is sent again when runs are added to it (a retried run, the runs of a
+search's front design: `worker.jobs` simulates its open runs on the stored workload). Its
+message can be lost the same way, so a done training with open runs is looked at the same way:
+sent again once its last send is overdue (storing a run's result is conditional on the run
+being open, so a duplicate stores nothing twice).
+
 A training never sent (`sent_at` NULL) is waiting for its turn, not lost: the pass ends with a
 fair dispatch (`backend.delivery.dispatch`), which sends the next ones if the broker's backlog
 has room; so a dispatch that never happened (the broker was away, the process died) is repaired
@@ -54,14 +60,15 @@ from typing import Any
 from celery import Celery
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from backend.db.models import Training
+from backend.db.models import Run, Training
 from backend.db.session import session_scope
 from backend.delivery.dispatch import dispatch
 from backend.delivery.leases import LeaseTerms, take_back_expired
 from backend.delivery.send import BrokerUnavailable, enqueue_trainings
+from backend.experiments.service import TERMINAL
 from backend.searches.chunks import overdue_chunks, take_back_expired_chunks
 from backend.searches.sending import (
     resend_chunks,
@@ -77,7 +84,7 @@ MAX_DOUBLINGS = 30  # beyond any cap: keeps 2 ** n a small number
 
 @dataclass
 class Report:
-    checked: int = 0  # queued trainings looked at
+    checked: int = 0  # queued trainings, and done ones with open runs, looked at
     requeued: list[int] = field(default_factory=list)  # overdue, sent again
     skipped: str | None = None  # why nothing could be decided
     expired: list[int] = field(default_factory=list)  # leases taken back, queued again
@@ -119,18 +126,30 @@ def reconcile_once(
                 return report
         db.commit()
         now = datetime.now(UTC)
-        queued = db.execute(
-            select(Training.id, Training.sent_at, Training.created_at, Training.sends)
-            .where(Training.status == "queued", Training.cancel_requested.is_(False))
+        open_runs = select(Run.training_id).where(Run.status.not_in(TERMINAL))
+        waiting = db.execute(
+            select(Training.id, Training.status, Training.sent_at, Training.sends)
+            .where(
+                Training.cancel_requested.is_(False),
+                or_(
+                    Training.status == "queued",
+                    and_(Training.status == "done", Training.id.in_(open_runs)),
+                ),
+            )
             .order_by(Training.id)
         ).all()
-        report.checked = len(queued)
+        report.checked = len(waiting)
+        cap = settings.reconcile_grace_max_seconds
         overdue = [
             training_id
-            for training_id, sent_at, created_at, sends in queued
-            if sent_at is not None
-            and now - _aware(sent_at)
-            >= timedelta(seconds=resend_wait(sends, grace, settings.reconcile_grace_max_seconds))
+            for training_id, status, sent_at, sends in waiting
+            # a queued training never sent waits for the fair dispatch below; a done one has
+            # no turn to wait for
+            if (sent_at is None and status == "done")
+            or (
+                sent_at is not None
+                and now - _aware(sent_at) >= timedelta(seconds=resend_wait(sends, grace, cap))
+            )
         ]
         if overdue:
             trainings = list(
@@ -142,7 +161,7 @@ def reconcile_once(
                 report.skipped = f"broker unreachable: {exc}"
                 return report
             report.requeued = [t.id for t in trainings]
-            log.warning("sent %d overdue queued trainings again: %s", len(overdue), overdue)
+            log.warning("sent %d overdue trainings again: %s", len(overdue), overdue)
         try:
             report.dispatched = dispatch(db, celery, settings.dispatch_ahead)
             _reconcile_searches(db, celery, settings, grace, report)

@@ -103,17 +103,17 @@ def test_a_training_never_sent_is_dispatched_by_a_pass_and_then_trains_once(
 
     # Never sent: waiting for their turn, which has come (the broker's backlog is empty).
     output = reconcile(tmp_path, GRACE)
-    assert "3 queued trainings checked, 0 re-enqueued" in output
+    assert "3 trainings awaiting a worker checked, 0 re-enqueued" in output
     assert "3 waiting trainings sent in turn" in output
     assert set(sends(url).values()) == {1}
     with session_scope(url) as db:
         assert None not in set(db.scalars(select(Training.task_id)))
     # Sent a moment ago: left to its message, however long the queue.
-    assert "3 queued trainings checked, 0 re-enqueued" in reconcile(tmp_path, GRACE)
+    assert "3 trainings awaiting a worker checked, 0 re-enqueued" in reconcile(tmp_path, GRACE)
     assert set(sends(url).values()) == {1}
     # Its message was merely slow: a second one goes out, and the duplicate is harmless.
     age(url, GRACE + 1)
-    assert "3 queued trainings checked, 3 re-enqueued" in reconcile(tmp_path, GRACE)
+    assert "3 trainings awaiting a worker checked, 3 re-enqueued" in reconcile(tmp_path, GRACE)
     assert set(sends(url).values()) == {2}
 
     declare_queue(settings.effective_broker_url)
@@ -178,6 +178,55 @@ def test_a_message_lost_by_redis_is_sent_again_after_the_interval_with_back_off(
         assert run_training_job(url, training_id, task_id=task_id) == "done"
         age(url, 10 * GRACE)
         assert reconcile_once(settings, celery).requeued == []  # done: never sent again
+    broker.close()
+
+
+def test_a_lost_message_for_the_open_runs_of_a_done_training_is_sent_again(
+    postgres_url: str, redis_db_url: str, tmp_path: Path
+) -> None:
+    """A retried run of a finished training (like the runs of a search's front design) is
+    simulated on the stored workload by a message for the done training; when that message is
+    lost, the reconciler sends it again, and the run is stored once."""
+    settings = service_settings(
+        postgres_url,
+        redis_db_url,
+        tmp_path,
+        single_user=True,
+        reconcile_interval=0,
+        reconcile_grace_seconds=GRACE,
+    )
+    url = settings.effective_database_url
+    broker = redis.Redis.from_url(redis_db_url)
+    with TestClient(create_app(settings)) as api:
+        assert api.post("/api/v1/experiments", json=ONE_TRAINING).status_code == 201
+        celery = api.app.state.celery
+        [training_id] = sends(url)
+        with session_scope(url) as db:
+            task_id = db.get(Training, training_id).task_id
+            [run_id] = db.scalars(select(Run.id).where(Run.training_id == training_id))
+        assert run_training_job(url, training_id, task_id=task_id) == "done"
+        layers = counts(url)[1]
+        with session_scope(url) as db:  # the run failed after its training was done
+            db.execute(update(Run).where(Run.id == run_id).values(status="failed", error="x"))
+            db.commit()
+        broker.flushdb()
+        assert api.post(f"/api/v1/runs/{run_id}/retry").status_code == 200
+        assert broker.llen(QUEUE) == 1
+        broker.flushdb()  # the retry's message is lost
+
+        assert reconcile_once(settings, celery).requeued == []  # sent recently
+        age(url, GRACE + 1)
+        assert reconcile_once(settings, celery).requeued == [training_id]
+        assert broker.llen(QUEUE) == 1
+        with session_scope(url) as db:
+            task_id = db.get(Training, training_id).task_id
+        assert run_training_job(url, training_id, task_id=task_id) == "done"
+        with session_scope(url) as db:
+            run = db.get(Run, run_id)
+            assert (run.status, run.attempt) == ("done", 2) and run.total_cycles
+        assert counts(url)[1] == layers  # its layers replaced, not added twice
+        age(url, 10 * GRACE)
+        assert reconcile_once(settings, celery).requeued == []  # nothing open: not sent again
     broker.close()
 
 

@@ -54,6 +54,13 @@ alone. A second run (load average 3 at its start, 12-16 by its end): 163.5 -> 17
 p99 2.05 -> 1.91 s (groups 2.83 -> 2.15 s, export 2.61 -> 2.28 s, chart data 3.12 -> 2.25 s),
 /auth/me in the mix p99 0.97 -> 0.98 s, new pages 61 -> 59 requests/s. In both the writer
 committed 0.8 progress, 0.7 trainings, 0.6 epoch and 0.2 runs transactions a second.
+Pages read off an index (visibility as a semi-join on runs, one statement per page, descending
+NULLS LAST indexes on the headline figures: backend/db/sort_indexes.py) against the tree before,
+the same command with 40 s per server, at load average 4 rising to 16 (a paper check training
+beside it): the mix 281.6 -> 330.2 requests/s, p99 1.34 -> 0.99 s; /auth/me in the mix p99 628
+-> 574 ms; new pages 95.1 -> 106.8 requests/s, 23% -> 27% of /auth/me alone (410 and 391/s).
+Measured per request, sequentially (API and PostgreSQL CPU time read from /proc), a new page at
+offset 1,000-1,400 cost 13.8 ms of CPU before and 11.9 ms after; /auth/me 2.5-3 ms.
 Runs of the same command spread widely with the neighbours' load. Earlier
 runs with one topic for every table's writes (so epochs and dispatch ended every cached answer)
 measured the snapshot against the log at 19.5 vs 18.1 requests/s (misses not yet shared; the

@@ -5,6 +5,7 @@ every case as the table says, and agree on thousands of random ones."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -195,3 +196,52 @@ def test_exact_ties_round_away_from_zero(value: float) -> None:
     rounds them to even)."""
     assert format_value(value) == format_value(value + 1e-12 * value)
     assert format_value(-value) == "-" + format_value(value)
+
+
+@pytest.mark.parametrize(
+    ("zone", "written"),
+    [("UTC", "2026-12-04 22:41:07"), ("Asia/Kolkata", "2026-12-05 04:11:07")],
+)
+def test_moments_are_written_in_the_readers_zone_the_same_in_every_locale(
+    zone: str, written: str, tmp_path: Path
+) -> None:
+    """Pages write dates as "YYYY-MM-DD HH:MM:SS" in the reader's time zone, whatever the
+    browser's locale (they were `toLocaleString()`: "12/4/2026, 10:41:07 PM" in en-US)."""
+    source = (ROOT / "frontend" / "js" / "format.js").read_text()
+    moments = ["2026-12-04T22:41:07.612000+00:00", None, "not a date"]
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node:
+        (tmp_path / "format.mjs").write_text(source)
+        runner = tmp_path / "when.mjs"
+        runner.write_text(
+            "import { formatWhen } from './format.mjs';\n"
+            f"process.stdout.write(JSON.stringify({json.dumps(moments)}.map(formatWhen)));\n"
+        )
+        done = subprocess.run(
+            [node, str(runner)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            env={**os.environ, "TZ": zone, "LANG": "en_US.UTF-8"},
+        )
+        answers = json.loads(done.stdout)
+    else:
+        from playwright.sync_api import sync_playwright
+
+        from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+            page = browser.new_page(timezone_id=zone, locale="en-US")
+            exported = source.replace("export function", "function").replace(
+                "export const", "const"
+            )
+            answers = page.evaluate(
+                "([code, moments]) => (new Function('moments', code))(moments)",
+                [exported + "return moments.map(formatWhen);", moments],
+            )
+            browser.close()
+    assert answers == [written, "–", "–"]

@@ -119,6 +119,16 @@ export function formatEstimate(mean, half, unit = "", signed = false) {
   return withUnit(`${fixed(centre, decimals, signed)} ± ${halfText}`, name);
 }
 
+/** A moment in the reader's time zone, written the same in every locale and sortable as text:
+ * "2026-12-04 22:41:07". */
+export function formatWhen(iso) {
+  const at = iso ? new Date(iso) : null;
+  if (!at || Number.isNaN(at.getTime())) return MISSING;
+  const two = (n) => String(n).padStart(2, "0");
+  const date = `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}`;
+  return `${date} ${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+}
+
 export const fmtNumber = (value) => formatValue(value);
 export const fmtSeconds = (value) => formatValue(value, "s");
 export const fmtPercent = (value) => formatValue(value, "%");

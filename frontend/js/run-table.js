@@ -5,7 +5,7 @@
 
 import { API, getJson, query, describe } from "./api.js";
 import { tagChips } from "./annotations.js";
-import { el, fmtParams, formatValue } from "./format.js";
+import { el, fmtParams, formatValue, formatWhen } from "./format.js";
 import { isoAreaDesigns } from "./iso-area.js";
 import { progressBar } from "./progress.js";
 
@@ -95,7 +95,7 @@ function cellText(value, column) {
   if (value === null || value === undefined) return "–";
   if (column.kind === "number") return formatValue(value, column.unit);
   if (column.kind === "bool") return value ? "yes" : "no";
-  if (column.kind === "time") return new Date(value).toLocaleString();
+  if (column.kind === "time") return formatWhen(value);
   if (column.key === "iso_area") return isoAreaDesigns(value);
   if (typeof value === "object") return JSON.stringify(value);
   return String(value);

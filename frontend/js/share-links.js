@@ -1,7 +1,7 @@
 // A dashboard's read-only links: create (the token is shown once), list, revoke.
 
 import { API, del, describe, getJson, postJson } from "./api.js";
-import { el } from "./format.js";
+import { el, formatWhen } from "./format.js";
 
 export class ShareLinks {
   constructor(root, dashboardId, onError) {
@@ -20,7 +20,7 @@ export class ShareLinks {
   async load() {
     const links = await getJson(this.base());
     this.list.replaceChildren(...links.map((link) => el("li", { dataset: { linkId: String(link.id) } },
-      `link #${link.id}, created ${new Date(link.created_at).toLocaleString()} `,
+      `link #${link.id}, created ${formatWhen(link.created_at)} `,
       link.revoked_at
         ? el("span", { class: "badge cancelled", text: "revoked" })
         : el("button", { type: "button", class: "danger", text: "Revoke", "aria-label": `revoke link ${link.id}`, onclick: () => this.revoke(link.id) }))));

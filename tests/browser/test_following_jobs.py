@@ -5,6 +5,7 @@ page shows its times, duration and accuracy change against its baseline."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -139,7 +140,9 @@ def test_a_running_run_shows_its_epoch_time_left_and_growing_curves(
     waiting = summary.locator(".waiting-baseline")
     expect(waiting).to_contain_text(f"waiting for baseline run #{baseline_id}", timeout=10_000)
     expect(waiting.locator("a")).to_have_attribute("href", f"/runs/{baseline_id}")
-    expect(summary.locator("dt", has_text="Finished").locator("+ dd")).not_to_have_text("–")
+    # Written the same in every locale, in the reader's zone: "2026-12-04 22:41:07".
+    finished = summary.locator("dt", has_text="Finished").locator("+ dd")
+    expect(finished).to_have_text(re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"))
     page.screenshot(path=screenshots / "22-run-waiting-for-baseline.png", full_page=True)
 
     table = open_page(browser, console, f"{server.url}/experiments/{ids['experiment']}")

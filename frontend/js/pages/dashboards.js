@@ -1,7 +1,7 @@
 // Your dashboards and your teams': open, or delete.
 
 import { API, del, describe, getJson } from "../api.js";
-import { el } from "../format.js";
+import { el, formatWhen } from "../format.js";
 
 const root = document.getElementById("dashboards");
 
@@ -19,7 +19,7 @@ async function load() {
         el("td", { text: String((d.config.run_ids || []).length) }),
         el("td", { text: (d.config.charts || []).join(", ") }),
         el("td", { text: d.team_id === null ? "–" : `#${d.team_id}` }),
-        el("td", { text: new Date(d.updated_at).toLocaleString() }),
+        el("td", { text: formatWhen(d.updated_at) }),
         el("td", {}, d.can_manage ? el("button", { type: "button", class: "danger", text: "Delete", "aria-label": `delete dashboard ${d.name}`, onclick: () => remove(d) }) : ""))))));
   } catch (error) {
     root.replaceChildren(el("div", { class: "errors-box", role: "alert", text: describe(error) }));

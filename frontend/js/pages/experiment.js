@@ -4,7 +4,7 @@
 import { annotationsEditor } from "../annotations.js";
 import { API, del, describe, getJson, query } from "../api.js";
 import { confirmButton } from "../confirm.js";
-import { el, formatValue } from "../format.js";
+import { el, formatValue, formatWhen } from "../format.js";
 import { showPageError } from "../page-errors.js";
 import { progressBar } from "../progress.js";
 import { RunTable } from "../run-table.js";
@@ -26,8 +26,8 @@ function renderSummary(experiment) {
     ["Baselines", experiment.spec.baseline_hardware === "same"
       ? "dense training on each run's own accelerator with only zero-skipping on"
       : "dense training on the accelerator with every extension off"],
-    ["Created", new Date(experiment.created_at).toLocaleString()],
-    ["Finished", experiment.finished_at ? new Date(experiment.finished_at).toLocaleString() : "–"],
+    ["Created", formatWhen(experiment.created_at)],
+    ["Finished", formatWhen(experiment.finished_at)],
   ];
   if (experiment.spec.description) rows.splice(1, 0, ["Description", experiment.spec.description]);
   if (!TERMINAL.has(experiment.status) && experiment.progress) {

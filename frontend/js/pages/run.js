@@ -5,7 +5,7 @@ import { annotationsEditor } from "../annotations.js";
 import { API, del, describe, getJson, postJson, query } from "../api.js";
 import { confirmButton } from "../confirm.js";
 import curves from "../charts/curves.js";
-import { el, fmtNumber, fmtPercent, fmtSeconds, formatValue } from "../format.js";
+import { el, fmtNumber, fmtPercent, fmtSeconds, formatValue, formatWhen } from "../format.js";
 import { statusCell } from "../run-table.js";
 import { fmtDuration, progressText } from "../progress.js";
 import { epochFigures, loadFigures } from "../figures.js";
@@ -18,7 +18,6 @@ const OPEN = new Set(["queued", "running"]);
 const POLL_MS = 2000;
 
 const link = (href, text) => el("a", { href, text });
-const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
 const mib = (bytes) => formatValue(bytes, "bytes");
 const squareMm = (mm2) => formatValue(mm2, "mm²");
 const microjoules = (pj) => formatValue(pj, "pJ");
@@ -71,9 +70,9 @@ function timeRows(run) {
   const end = run.finished_at ? new Date(run.finished_at) : OPEN.has(run.status) ? new Date() : null;
   const took = started && end ? fmtDuration((end - started) / 1000) : "–";
   return [
-    ["Created", when(run.created_at)],
-    ["Started", when(run.started_at)],
-    ["Finished", when(run.finished_at)],
+    ["Created", formatWhen(run.created_at)],
+    ["Started", formatWhen(run.started_at)],
+    ["Finished", formatWhen(run.finished_at)],
     ["Duration", run.finished_at || !started ? took : `${took} so far`],
   ];
 }
@@ -118,10 +117,10 @@ function renderAttempts(run) {
       el("td", { class: "num", text: String(a.attempt) }),
       el("td", { text: a.status }),
       el("td", { class: "failure-reason", text: a.error || "–" }),
-      el("td", { text: when(a.started_at) }),
-      el("td", { text: when(a.finished_at) }),
+      el("td", { text: formatWhen(a.started_at) }),
+      el("td", { text: formatWhen(a.finished_at) }),
       el("td", { text: a.worker || "unknown" }),
-      el("td", { text: when(a.retried_at) }))))));
+      el("td", { text: formatWhen(a.retried_at) }))))));
 }
 
 function retryButton(run) {

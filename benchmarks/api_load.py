@@ -61,6 +61,11 @@ beside it): the mix 281.6 -> 330.2 requests/s, p99 1.34 -> 0.99 s; /auth/me in t
 -> 574 ms; new pages 95.1 -> 106.8 requests/s, 23% -> 27% of /auth/me alone (410 and 391/s).
 Measured per request, sequentially (API and PostgreSQL CPU time read from /proc), a new page at
 offset 1,000-1,400 cost 13.8 ms of CPU before and 11.9 ms after; /auth/me 2.5-3 ms.
+Tried against that tree in the same way and left out, no gain: a GIL switch interval of 1 ms
+(mix 326 -> 297 requests/s, /auth/me in the mix p99 565 -> 692 ms) and one heavy read at a
+time per process instead of two (308 -> 301 requests/s, p99 656 -> 741 ms). In every one of
+these runs /auth/me alone, with nothing else asked, had a p99 of 390-540 ms: 50 clients driven
+from one process on the same two cores as the servers, the writer and PostgreSQL.
 Runs of the same command spread widely with the neighbours' load. Earlier
 runs with one topic for every table's writes (so epochs and dispatch ended every cached answer)
 measured the snapshot against the log at 19.5 vs 18.1 requests/s (misses not yet shared; the

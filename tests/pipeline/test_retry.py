@@ -57,7 +57,9 @@ def test_a_failed_run_retried_on_a_real_worker_completes_with_its_first_attempt_
         write_idx_folder(tmp_path / "retry-data")  # the cause, put right
         retried = api.post(f"/api/v1/runs/{first['id']}/retry")
         assert retried.status_code == 200, retried.text
-        assert (retried.json()["status"], retried.json()["attempt"]) == ("queued", 2)
+        # Its next attempt, sent: the worker may have claimed it before the answer read it back.
+        assert retried.json()["attempt"] == 2
+        assert retried.json()["status"] in ("queued", "running")
         again = api.post(f"/api/v1/runs/{first['id']}/retry")
         assert again.status_code == 409 and "only a failed or cancelled run" in again.text
         runs = {r["id"]: r for r in wait_for_runs(api, experiment["id"])}

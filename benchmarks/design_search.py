@@ -26,7 +26,7 @@ from sim_speed import BATCH, measured_workload
 
 from backend.specs.design_search import DesignSearch
 from worker.sim import Workload, simulate
-from worker.sim.area import area, mcache_size
+from worker.sim.area import McacheSize, area
 from worker.sim.conv_traffic import fold_rows, input_reads, output_traffic, supports_tensor_traffic
 from worker.sim.design_search import (
     SearchResult,
@@ -127,7 +127,7 @@ def main() -> None:
     designs = [
         hardware_for(design_at(probe, i), workload.technique) for i in range(args.per_design)
     ]
-    mcache = mcache_size(None)
+    mcache = McacheSize()
     start = time.process_time()
     for design in designs:
         assert simulate(workload, design).totals.seconds > 0

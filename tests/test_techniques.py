@@ -10,6 +10,7 @@ that sees it loads the service (tests/techniques/probe.py) and reports what each
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -51,6 +52,35 @@ def _python(
         text=True,
         timeout=300,
     )
+
+
+def _quoted_names(source: str) -> list[tuple[int, str]]:
+    """(line, name) of each string literal that is a technique's name, or a composition of
+    names, in this Python source."""
+    names = set(TECHNIQUE_NAMES) - {"baseline"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            parts = node.value.split("+")
+            if all(part in names for part in parts):
+                found.append((node.lineno, node.value))
+    return found
+
+
+def test_a_technique_is_named_in_product_code_only_in_its_own_folder() -> None:
+    assert sorted(_quoted_names('x = {"mercury": 1}; y = "a mercury"; z = "adagp+sparsetrain"')) == [
+        (1, "adagp+sparsetrain"),
+        (1, "mercury"),
+    ]
+    outside = []
+    for folder in ("backend", "worker"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            for line, name in _quoted_names(path.read_text()):
+                home = Path("backend/techniques", name)
+                if "+" in name or not relative.is_relative_to(home):
+                    outside.append(f"{relative}:{line} '{name}'")
+    assert outside == []
 
 
 def test_the_api_imports_no_torch() -> None:

@@ -33,6 +33,8 @@ from backend.searches.chunks import ChunkLease, chunks_left, claim_chunk, mark_c
 from backend.searches.records import fail_search
 from backend.specs.design_search import DesignSearch
 from backend.specs.experiment import ExperimentSpec
+from backend.specs.techniques import extension_sizes
+from worker.sim.area import McacheSize
 from worker.sim.design_search import SearchResult, design_at, design_table, evaluate_chunk, merge
 from worker.sim.workload import Workload
 
@@ -55,7 +57,7 @@ class ChunkWork:
     stop: int
     search: DesignSearch
     workloads: dict[str, Workload]
-    technique_params: dict[str, list[dict[str, Any]]]
+    mcache: dict[str, McacheSize]
     baseline_hardware: Any
 
 
@@ -74,7 +76,10 @@ def _work(db: Any, chunk: SearchChunk) -> ChunkWork:
         stop=chunk.stop,
         search=DesignSearch.model_validate(search.spec),
         workloads={label: Workload.from_dict(t.workload) for label, t in trainings.items()},
-        technique_params={label: t.technique_params for label, t in trainings.items()},
+        mcache={
+            label: extension_sizes(t.technique_params).get("mcache", McacheSize())
+            for label, t in trainings.items()
+        },
         baseline_hardware=ExperimentSpec.model_validate(experiment.spec).baseline_hardware,
     )
 
@@ -161,7 +166,7 @@ def run_chunk_job(
                 work.start,
                 work.stop,
                 baseline_hardware=work.baseline_hardware,
-                technique_params=work.technique_params,
+                mcache=work.mcache,
             )
         except DETERMINISTIC_ERRORS as exc:
             reason = f"designs {work.start} to {work.stop - 1}: {type(exc).__name__}: {exc}"

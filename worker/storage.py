@@ -46,8 +46,9 @@ from backend.specs.figures import (
     TRAINING_ONLY,
     Measure,
 )
+from backend.specs.techniques import extension_sizes
 from worker.sim import SimulationResult, Workload, simulate_many
-from worker.sim.area import AreaBreakdown, area, mcache_size
+from worker.sim.area import AreaBreakdown, area
 from worker.sim.iso_area import choose, dense_candidates, evaluate
 
 DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
@@ -130,10 +131,10 @@ def _layer_rows(run_id: int, sim: SimulationResult) -> list[LayerResult]:
 def run_area(
     accelerator_config: dict[str, Any], technique_params: list[dict[str, Any]] | None
 ) -> AreaBreakdown:
-    """The area of a run's accelerator (its extensions as the run has them switched on), its
-    MCACHE sized by the run's MERCURY parameters."""
+    """The area of a run's accelerator (its extensions as the run has them switched on), each
+    sized extension as the run's technique parameters size it."""
     accel = AcceleratorConfig.model_validate(accelerator_config)
-    return area(accel, mcache_size(technique_params))
+    return area(accel, extension_sizes(technique_params).get("mcache"))
 
 
 def did_not_learn(accuracy: float | None, chance: float | None, margin: float) -> bool | None:

@@ -27,7 +27,7 @@ in its entry.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Annotated, Any, Union
 
@@ -147,6 +147,18 @@ def extensions_for(techniques: Iterable[str]) -> frozenset[str]:
         for name in techniques
         if (entry := BY_NAME.get(name)) is not None and (extension := entry.hardware_extension)
     )
+
+
+def extension_sizes(technique_params: Iterable[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """The geometry of each sized extension for a run's technique parameters (as a run stores
+    them), keyed by extension: from the owning technique's parameters where the run has that
+    technique, else from its defaults (a preset may carry the extension without the technique)."""
+    given = {params.get("name"): params for params in technique_params or []}
+    return {
+        entry.hardware_extension: entry.extension_size(given.get(entry.name, {}))
+        for entry in TECHNIQUES
+        if entry.hardware_extension is not None and entry.extension_size is not None
+    }
 
 
 def accelerator_for(accelerator: AcceleratorConfig, techniques: Iterable[str]) -> AcceleratorConfig:

@@ -20,10 +20,10 @@ This module imports neither torch nor the service's settings: the API reads ever
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -70,12 +70,16 @@ class Paper:
 @dataclass(frozen=True)
 class TechniqueEntry:
     """One technique of the table. `training_hook` returns the hook class (importing torch);
-    `hardware_extension` names the `AcceleratorConfig` extension it switches on (None: none)."""
+    `hardware_extension` names the `AcceleratorConfig` extension it switches on (None: none);
+    `extension_size` gives that extension's geometry for the technique's parameters as a run
+    stores them (MERCURY: the MCACHE's entries, ways and signature width), which the area model
+    prices (None: the extension has one size)."""
 
     name: str
     label: str
     params_model: type[BaseModel]
     training_hook: Callable[[], type[Technique]]
     hardware_extension: str | None = None
+    extension_size: Callable[[Mapping[str, Any]], Any] | None = None
     figures: tuple[Figure, ...] = ()
     paper: Paper | None = None

@@ -23,6 +23,7 @@ from backend.delivery.reconcile import reconcile_once
 from backend.searches.chunks import claim_chunk, mark_chunk_done
 from backend.settings import Settings
 from backend.specs.design_search import DesignSearch
+from backend.specs.techniques import extension_sizes
 from tests.conftest import start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING, worker_env
 from tests.reliability.chaos import poll
@@ -65,7 +66,10 @@ def core_result(url: str, search_id: int) -> dict[str, Any]:
             spec,
             0,
             spec.design_count,
-            technique_params={label: t.technique_params for label, t in trainings.items()},
+            mcache={
+                label: extension_sizes(t.technique_params)["mcache"]
+                for label, t in trainings.items()
+            },
         )
     return merge([whole]).to_json()
 

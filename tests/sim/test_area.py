@@ -4,9 +4,10 @@ count only when switched on, and an MCACHE that grows with the training's cache.
 import pytest
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, AreaTable
+from backend.specs.techniques import extension_sizes
 from backend.techniques.mercury.params import MercuryParams
 from worker.sim.area import McacheSize, area
-from worker.storage import mcache_size, run_area
+from worker.storage import run_area
 
 
 def test_mercury_like_area_by_hand() -> None:
@@ -85,11 +86,12 @@ def test_mcache_area_grows_with_its_entries() -> None:
 
 def test_the_run_sizes_the_mcache_from_its_mercury_parameters() -> None:
     defaults = MercuryParams()
-    assert mcache_size(None) == McacheSize(
-        defaults.cache_entries, defaults.cache_ways, defaults.max_bits
-    )
+    assert extension_sizes(None) == {
+        "mcache": McacheSize(defaults.cache_entries, defaults.cache_ways, defaults.max_bits)
+    }
+    assert McacheSize() == extension_sizes(None)["mcache"]
     params = [{"name": "mercury", "cache_entries": 4096, "cache_ways": 8, "max_bits": 48}]
-    assert mcache_size(params) == McacheSize(4096, 8, 48)
+    assert extension_sizes(params) == {"mcache": McacheSize(4096, 8, 48)}
     config = PRESETS["mercury-like"].model_dump()
     assert run_area(config, params).area_mm2 > run_area(config, None).area_mm2
     assert run_area(config, params) == area(PRESETS["mercury-like"], McacheSize(4096, 8, 48))

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from backend.specs.accelerator import PRESETS, OperandStorage
 from backend.specs.design_search import DesignSearch
 from worker.sim import GemmOp, TrainingPass, Workload, simulate
-from worker.sim.area import area, mcache_size
+from worker.sim.area import McacheSize, area
 from worker.sim.conv_traffic import fold_rows, moved_rows
 from worker.sim.design_search import (
     SearchResult,
@@ -30,7 +30,7 @@ from worker.sim.row_dataflow import gradient_taps, input_taps
 from worker.sim.systolic import DATAFLOW_CODES
 from worker.sim.workload import ConvGeometry
 
-MERCURY_PARAMS = [{"name": "mercury", "cache_entries": 2048, "cache_ways": 8, "max_bits": 40}]
+MERCURY_MCACHE = McacheSize(entries=2048, ways=8, signature_bits=40)
 
 
 def _network(rng: np.random.Generator, sparse: bool) -> list[GemmOp]:
@@ -154,16 +154,16 @@ def _search(**fields: object) -> DesignSearch:
 @pytest.mark.parametrize("baseline_hardware", ["dense", "same"])
 def test_batched_figures_equal_simulate_design_by_design(baseline_hardware: str) -> None:
     search = _search(samples=50)
-    params = {"mercury": MERCURY_PARAMS}
+    sizes = {"mercury": MERCURY_MCACHE}
     result = evaluate_chunk(
         WORKLOADS, search, 0, design_count(search),
-        baseline_hardware=baseline_hardware, technique_params=params,
+        baseline_hardware=baseline_hardware, mcache=sizes,
     )  # fmt: skip
     dataflows = set()
     for label, workload in WORKLOADS.items():
         got = result.workloads[label].sample
         assert sorted(got.index) == list(range(design_count(search)))
-        mcache = mcache_size(params.get(label))
+        mcache = sizes.get(label, McacheSize())
         for index, figures in zip(got.index, got.figures, strict=True):
             design = design_at(search, index)
             dataflows.add(design.dataflow)

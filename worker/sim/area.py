@@ -43,14 +43,12 @@ Not counted: DRAM and its PHY, pads, clock tree, leakage.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from backend.specs.accelerator import AcceleratorConfig, AreaTable
-from backend.techniques.mercury.params import MercuryParams
 
 REGISTERS_PER_PE = 3
 UM2_PER_MM2 = 1e6
@@ -58,8 +56,8 @@ UM2_PER_MM2 = 1e6
 
 @dataclass(frozen=True)
 class McacheSize:
-    """The MCACHE a MERCURY training asked for (MercuryParams: cache_entries, cache_ways,
-    max_bits). The defaults are MercuryParams' defaults."""
+    """The MCACHE's geometry: entries, ways and signature width. A run's comes from its MERCURY
+    parameters (backend/techniques/mercury/hardware.py); the defaults are a default MERCURY's."""
 
     entries: int = 1024
     ways: int = 4
@@ -104,20 +102,6 @@ def comparator_um2(table: AreaTable, bits: int) -> float:
 def pe_um2(table: AreaTable, word_bytes: int) -> float:
     """One PE: a MAC and its word registers."""
     return mac_um2(table, word_bytes) + REGISTERS_PER_PE * 8 * word_bytes * table.register_bit
-
-
-def mcache_size(technique_params: Sequence[Mapping[str, Any]] | None) -> McacheSize:
-    """The MCACHE a run's MERCURY parameters ask for (MercuryParams' defaults for what they do
-    not say, and for a run without MERCURY)."""
-    defaults = {name: info.default for name, info in MercuryParams.model_fields.items()}
-    given = next((p for p in technique_params or [] if p.get("name") == "mercury"), {})
-    params = defaults | dict(given)
-    return McacheSize(
-        entries=int(params["cache_entries"]),
-        ways=int(params["cache_ways"]),
-        signature_bits=max(int(params["signature_bits"]), int(params["max_bits"])),
-        direct=params["cache"] == "direct",
-    )
 
 
 @dataclass(frozen=True)
@@ -202,6 +186,6 @@ def area_components(f: AreaFields, mcache: McacheSize) -> dict[str, Any]:
 
 def area(accel: AcceleratorConfig, mcache: McacheSize | None = None) -> AreaBreakdown:
     """The accelerator's area by component; `mcache`: the MCACHE geometry the run's training
-    uses (MercuryParams' defaults when None)."""
+    uses (`McacheSize()` when None)."""
     components = area_components(AreaFields.of(accel), mcache or McacheSize())
     return AreaBreakdown({name: float(value) for name, value in components.items()})

@@ -17,7 +17,7 @@ only zero-skipping left on ("same"), exactly as an experiment's runs and baselin
 - time: total cycles of the whole training / clock (SimulationResult.totals.seconds),
 - energy: the training's energy in joules (totals.energy_pj * 1e-12),
 - area: mm² at 45 nm of the design as the technique switches it on (worker.sim.area), the MCACHE
-  sized by the technique's MERCURY parameters (`technique_params`, as a run stores them).
+  sized as the workload's training sized it (`mcache`, from its technique parameters).
 
 Every figure is equal (==) to what simulate() and area() give for that design alone: the batch
 runs the same simulator phases over arrays of designs (worker.sim.simulate.simulate_columns).
@@ -53,7 +53,7 @@ from backend.specs.design_search import (
 )
 from backend.specs.experiment import BaselineHardware
 from backend.specs.techniques import BASELINE, accelerator_for, techniques_of
-from worker.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_components, mcache_size
+from worker.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_components
 from worker.sim.results import ENERGY_LEVELS
 from worker.sim.simulate import ConfigColumns, simulate_columns
 from worker.sim.systolic import DATAFLOW_CODES
@@ -372,11 +372,11 @@ def evaluate_chunk(
     stop: int,
     *,
     baseline_hardware: BaselineHardware = "dense",
-    technique_params: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    mcache: Mapping[str, McacheSize] | None = None,
 ) -> SearchResult:
     """Designs [start, stop) of the search on every workload (keys: technique labels), with
-    `technique_params[label]`: the technique parameters of that workload's training (as a run
-    stores them; they size MERCURY's MCACHE in the area)."""
+    `mcache[label]`: the MCACHE geometry of that workload's training (`McacheSize()` when
+    absent), for the area."""
     index = np.arange(start, stop, dtype=np.int64)
     table = design_table(search, start, stop)
     base = search.base_config
@@ -387,15 +387,13 @@ def evaluate_chunk(
     limits = search.constraints
     results = {}
     for label, workload in workloads.items():
-        mcache = mcache_size((technique_params or {}).get(label))
+        size = (mcache or {}).get(label, McacheSize())
         hardware = hardware_for(base, label, baseline_hardware)
         memo = _memo(workload)
         figures = np.zeros((len(index), len(FIGURES)))
         for block in range(0, len(index), BLOCK):  # an empty chunk evaluates nothing
             part = {path: values[block : block + BLOCK] for path, values in table.items()}
-            figures[block : block + BLOCK] = evaluate_figures(
-                workload, hardware, part, mcache, memo
-            )
+            figures[block : block + BLOCK] = evaluate_figures(workload, hardware, part, size, memo)
         feasible = np.ones(len(index), dtype=bool)
         for bound, column in (
             (limits.energy_j_max, figures[:, 1]),

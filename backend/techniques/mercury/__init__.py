@@ -4,14 +4,22 @@ models: mcache.py."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from backend.techniques.entry import Figure, Paper, TechniqueEntry
 from backend.techniques.mercury.params import MercuryParams
 
 if TYPE_CHECKING:
+    from worker.sim.area import McacheSize
     from worker.training.technique import Technique
+
+
+def _mcache_size(params: Mapping[str, Any]) -> McacheSize:
+    from backend.techniques.mercury.hardware import mcache_size
+
+    return mcache_size(params)
 
 
 def _training_hook() -> type[Technique]:
@@ -26,6 +34,7 @@ TECHNIQUE = TechniqueEntry(
     params_model=MercuryParams,
     training_hook=_training_hook,
     hardware_extension="mcache",
+    extension_size=_mcache_size,
     figures=(
         Figure(
             "hit_rate",

@@ -66,6 +66,32 @@ Tried against that tree in the same way and left out, no gain: a GIL switch inte
 time per process instead of two (308 -> 301 requests/s, p99 656 -> 741 ms). In every one of
 these runs /auth/me alone, with nothing else asked, had a p99 of 390-540 ms: 50 clients driven
 from one process on the same two cores as the servers, the writer and PostgreSQL.
+Measured later on a quieter machine (load average 1-11), one run each:
+- The stored runs are now given `VACUUM ANALYZE` before the phases (`settle`). Before, the
+  phases began on an empty table's statistics: the planner expected 5 visible experiments (101
+  were) and sorted whole result sets, so new pages cost 15-50 ms in PostgreSQL until autovacuum
+  caught up. With it, the tree of the index change above: new pages 162 requests/s, 20% of
+  /auth/me alone (793/s); without it, in the run before, 65-68 requests/s (10-12%).
+- Tried and left out: admission cheapest first (a slot that frees goes to a waiting cheap
+  request, then a page, then a heavy read), at 16 and at 4 slots per process, against the tree
+  before in one run (`--code before=...,prio16=...,prio4=...`): the mix 408 / 317 / 269
+  requests/s, /auth/me in the mix p99 378 / 312 / 403 ms, /auth/me alone p99 225 / 201 / 210
+  ms. Heavy reads already wait for a heavy turn before they ask for a slot, so the gate only put
+  pages behind cheap requests; it cost the mix throughput and did not bring /auth/me below what
+  it is alone.
+- Tried and left out: page indexes carrying `experiment_id` and `technique` (`INCLUDE`), both
+  directions and on id, so a deep page is walked in the index alone (EXPLAIN ANALYZE at offset
+  3,000: 5.7 -> 1.7 ms). Under load, one API process, the two index sets swapped between 10 s
+  turns, three turns each: new pages 105.8 against 101.6 requests/s, PostgreSQL CPU per page
+  2.7 against 3.3 ms. Five more indexes on runs for 4%: not kept.
+- Where a page's time goes, one API process, CPU read from /proc over 10 s of 50 clients: a new
+  page costs the API 6.6 ms and PostgreSQL 2.3 ms; /auth/me 2.7 ms and 0.5 ms. The API process
+  is the bottleneck (0.9 of a core). Sampled while it holds the interpreter lock (py-spy
+  `--gil`), a page is list_runs 33% (its 50 rows validated 10%, executing its statements 18%),
+  dependencies 13% (the user's lookup 9%), the change marker 6%, and HTTP parsing, middleware
+  and sending the rest. For new pages at 50% of /auth/me, a page would have to cost at most
+  twice a request that only authenticates, while its own query and rows already cost about as
+  much as that whole request.
 Runs of the same command spread widely with the neighbours' load. Earlier
 runs with one topic for every table's writes (so epochs and dispatch ended every cached answer)
 measured the snapshot against the log at 19.5 vs 18.1 requests/s (misses not yet shared; the
@@ -156,6 +182,20 @@ def seed_runs(database_url: str, count: int) -> None:
             rows.append(row)
         for start in range(0, len(rows), 1000):
             db.execute(insert(Run), rows[start : start + 1000])
+
+
+def settle(database_url: str) -> None:
+    """On PostgreSQL, what autovacuum does to a table that grew over days and the bulk copy has
+    not yet had: the planner's statistics and the visibility map index-only scans read. Without
+    it the phases start on an empty table's statistics (the planner guessed 5 visible
+    experiments, not 101, and sorted whole result sets: deep pages cost 15-50 ms in PostgreSQL
+    instead of 2-8) until autovacuum catches up, part way through a phase."""
+    if not database_url.startswith("postgresql"):
+        return
+    engine = create_engine(database_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text("VACUUM ANALYZE"))
+    engine.dispose()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -403,6 +443,7 @@ def main() -> None:
               args.max_seconds)  # fmt: skip
 
         seed_runs(database_url, args.runs)
+        settle(database_url)
         total = httpx.get(f"{base}/api/v1/runs", params={"limit": 1}).json()["total"]
         print(f"stored runs: {total}")
         if settings:

@@ -49,6 +49,13 @@ class Settings(BaseSettings):
     task_time_limit: int = Field(6 * 3600, ge=60, description="hard limit of one task, seconds")
     max_runs_per_experiment: int = Field(5000, ge=1)
     worker_concurrency: int = Field(1, ge=1, description="training processes per worker")
+    worker_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="CPU niceness of the worker's processes: on a host shared with the API, "
+        "trainings yield the cores to requests (0: share them equally)",
+    )
     single_user: bool | None = Field(
         None,
         description="no login, every request acts as the local user (default: on when embedded)",

@@ -1,6 +1,7 @@
 """The Celery wiring: long-job settings, and a real worker consuming from Redis by task name."""
 
 import multiprocessing
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -39,22 +40,66 @@ def test_api_side_never_imports_torch_or_the_worker(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_real_worker_runs_a_task_sent_by_name(redis_db_url: str, tmp_path: Path) -> None:
+def _start_pinged(redis_db_url: str, tmp_path: Path, **extra: str) -> tuple[Any, dict]:
+    """A real worker with this environment, and its answer to a ping sent by task name."""
     env = orrery_env(
         ORRERY_DATA_DIR=str(tmp_path),
         ORRERY_BROKER_URL=redis_db_url,
         ORRERY_RESULT_BACKEND=redis_db_url,
+        **extra,
     )
     worker = start_worker(env, cwd=tmp_path)
     client = make_celery(
         Settings(data_dir=tmp_path, broker_url=redis_db_url, result_backend=redis_db_url)
     )
     try:
-        answer = client.send_task(TaskName.PING).get(timeout=60)
-    finally:
-        output = stop_process(worker)
+        return worker, client.send_task(TaskName.PING).get(timeout=60)
+    except BaseException:
+        stop_process(worker)
+        raise
+
+
+def test_real_worker_runs_a_task_sent_by_name(redis_db_url: str, tmp_path: Path) -> None:
+    worker, answer = _start_pinged(redis_db_url, tmp_path)
+    output = stop_process(worker)
     assert answer["pid"] != 0 and answer["host"], output
     assert worker.pid != answer["pid"]  # a pool process ran it, not the test
+
+
+def _niceness(pid: int) -> int:
+    """A process's niceness: field 19 of /proc/PID/stat, the 17th after the command's ')'."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def test_the_worker_yields_the_cpu_to_the_api(redis_db_url: str, tmp_path: Path) -> None:
+    """The training processes run at ORRERY_WORKER_NICE (10 unless set), never below the
+    niceness they were started with; 0 leaves them as started."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    seen = {}
+    for setting in ("", "0"):
+        extra = {"ORRERY_WORKER_NICE": setting} if setting else {}
+        worker, answer = _start_pinged(redis_db_url, tmp_path, **extra)
+        try:
+            seen[setting or "default"] = (_niceness(worker.pid), _niceness(answer["pid"]))
+        finally:
+            stop_process(worker)
+    assert seen == {"default": (max(own, 10),) * 2, "0": (own, own)}
+
+
+def test_yielding_the_cpu_never_lowers_the_niceness_a_process_was_given() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import os; from worker.cpu_priority import yield_cpu; "
+        "print(yield_cpu(5), yield_cpu(3), os.getpriority(os.PRIO_PROCESS, 0))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=orrery_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert done.stdout.split() == [str(max(own, 5))] * 3
 
 
 def _publish_at_once(broker_urls: list[str], start: Any, outcomes: Any) -> None:

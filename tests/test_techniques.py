@@ -68,7 +68,9 @@ def _quoted_names(source: str) -> list[tuple[int, str]]:
 
 
 def test_a_technique_is_named_in_product_code_only_in_its_own_folder() -> None:
-    assert sorted(_quoted_names('x = {"mercury": 1}; y = "a mercury"; z = "adagp+sparsetrain"')) == [
+    assert sorted(
+        _quoted_names('x = {"mercury": 1}; y = "a mercury"; z = "adagp+sparsetrain"')
+    ) == [
         (1, "adagp+sparsetrain"),
         (1, "mercury"),
     ]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 
 def _mcache_size(params: Mapping[str, Any]) -> McacheSize:
+    # Imported when called, by the worker: the API reads this entry and imports no worker code.
     from backend.techniques.mercury.hardware import mcache_size
 
     return mcache_size(params)

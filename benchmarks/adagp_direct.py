@@ -78,13 +78,13 @@ from pydantic import BaseModel
 from scipy import stats
 
 from backend.settings import get_settings
+from backend.sim.simulate import simulate
+from backend.sim.workload import TrainingPass, Workload
 from backend.specs.accelerator import PRESETS
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.baseline.params import BaselineParams
-from worker.sim.simulate import simulate
-from worker.sim.workload import TrainingPass, Workload
-from worker.training import run_training
+from backend.training import run_training
 
 FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 MINIATURE = Path(__file__).resolve().parents[1] / "backend/techniques/adagp/miniature.yaml"

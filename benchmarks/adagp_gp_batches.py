@@ -31,9 +31,9 @@ from backend.settings import get_settings
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.adagp.training import AdaGP
-from worker.training import engine, run_training
-from worker.training.layers import GemmLayer
-from worker.training.technique import Step
+from backend.training import engine, run_training
+from backend.training.layers import GemmLayer
+from backend.training.technique import Step
 
 FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 

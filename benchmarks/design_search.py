@@ -1,4 +1,4 @@
-"""How fast a hardware design search evaluates designs (worker/sim/design_search.py).
+"""How fast a hardware design search evaluates designs (backend/sim/design_search.py).
 
 Prints, from one run:
 - ms per design for --designs random designs (default 10^5) of the stored 10-layer workload of
@@ -24,19 +24,19 @@ import time
 import numpy as np
 from sim_speed import BATCH, measured_workload
 
-from backend.specs.design_search import DesignSearch
-from worker.sim import Workload, simulate
-from worker.sim.area import McacheSize, area
-from worker.sim.conv_traffic import fold_rows, input_reads, output_traffic, supports_tensor_traffic
-from worker.sim.design_search import (
+from backend.sim import Workload, simulate
+from backend.sim.area import McacheSize, area
+from backend.sim.conv_traffic import fold_rows, input_reads, output_traffic, supports_tensor_traffic
+from backend.sim.design_search import (
     SearchResult,
     design_at,
     evaluate_chunk,
     hardware_for,
     merge,
 )
-from worker.sim.systolic import DATAFLOW_CODES, OS, ROW
-from worker.sim.workload import TrainingPass
+from backend.sim.systolic import DATAFLOW_CODES, OS, ROW
+from backend.sim.workload import TrainingPass
+from backend.specs.design_search import DesignSearch
 
 PARAMETERS = {
     "rows": {"low": 4, "high": 256, "log": True},

@@ -22,8 +22,8 @@ import statistics
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
+from backend.training import run_training
 from worker.intra_op_threads import configure_threads
-from worker.training import run_training
 
 MINIATURES = {
     "lenet5": TrainingConfig(model="lenet5", dataset="mnist"),

@@ -13,7 +13,7 @@ the mean over seeds ± the half-width of its 95% confidence interval (Student's 
 of freedom; it covers the seeds only, not the preset's assumptions), the stall share (stall
 cycles / cycles, the runs' `stall_share`) of the runs and of their baselines, the iso-area
 speedup and energy ratio (against the fastest and the lowest-energy dense designs of equal or
-smaller area, worker/sim/iso_area.py) with the designs of the group's first run, and the verdict
+smaller area, backend/sim/iso_area.py) with the designs of the group's first run, and the verdict
 with its reason (backend/analysis/verdict.py, the papers page's too). Next to them, what the
 technique did, from the runs' per-epoch figures (mean over seeds), the figure each paper's entry
 names: ADA-GP's GP fraction (GP batches over all batches, warm-up included), MERCURY's

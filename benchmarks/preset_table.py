@@ -23,6 +23,7 @@ import argparse
 import time
 
 from backend.settings import get_settings
+from backend.sim import Workload, simulate
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.techniques import accelerator_for, techniques_of
 from backend.specs.training import TrainingConfig
@@ -30,9 +31,8 @@ from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
+from backend.training import run_training
 from worker.intra_op_threads import configure_threads
-from worker.sim import Workload, simulate
-from worker.training import run_training
 
 FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 

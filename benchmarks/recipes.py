@@ -27,8 +27,8 @@ from backend.settings import get_settings
 from backend.specs.recipes import MEASURED_DATASETS, MEASURED_MODELS, resolve_recipe
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
+from backend.training import run_training
 from worker.intra_op_threads import configure_threads
-from worker.training import run_training
 
 FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from backend.sim import Workload, simulate, simulate_many
+from backend.sim.lowering import lower_conv2d, lower_linear
+from backend.sim.row_dataflow import gradient_taps, input_taps
+from backend.sim.workload import GemmOp, TrainingPass
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
-from worker.sim import Workload, simulate, simulate_many
-from worker.sim.lowering import lower_conv2d, lower_linear
-from worker.sim.row_dataflow import gradient_taps, input_taps
-from worker.sim.workload import GemmOp, TrainingPass
 
 BATCH = 2
 SCALESIM_SAMPLE = 6  # GEMMs of the network given to SCALE-Sim, which takes ~seconds per layer

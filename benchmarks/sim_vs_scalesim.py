@@ -6,7 +6,7 @@ conv and GEMM topologies; we simulate the same layers (a conv as lower_conv2d's 
 the same SRAM sizes and bandwidth. For convolutions the last column adds our real-tensor traffic
 (conv_operand_traffic = "tensor"). Dense compute cycles are equal by construction (see
 tests/sim/test_scalesim_equality.py); the systematic differences in traffic and stalls are
-explained in worker/sim/memory.py's docstring.
+explained in backend/sim/memory.py's docstring.
 
 Columns: SCALE-Sim's "Total Cycles (incl. prefetch)", "Total Cycles", "Stall Cycles" and DRAM
 reads of ifmap and filter and writes of ofmap; ours: total cycles (compute + stalls, the initial
@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.sim
 
+from backend.sim import GemmOp, TrainingPass, Workload, simulate
+from backend.sim.lowering import lower_conv2d
 from backend.specs.accelerator import AcceleratorConfig
 from tests.sim.scalesim_harness import run_scalesim_memory
-from worker.sim import GemmOp, TrainingPass, Workload, simulate
-from worker.sim.lowering import lower_conv2d
 
 # (ifmap h, w, filter h, w, channels, filters, stride): SCALE-Sim's conv topology, no padding.
 CONVS = ((28, 28, 3, 3, 16, 16, 1), (14, 14, 3, 3, 32, 32, 1), (16, 16, 5, 5, 8, 16, 2))

@@ -26,7 +26,7 @@ from backend.analysis.groups import Estimate, estimate
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
-from worker.training import run_training
+from backend.training import run_training
 
 SETTINGS: dict[str, BaseModel] = {
     "baseline": BaselineParams(),

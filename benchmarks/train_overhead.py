@@ -95,12 +95,12 @@ from backend.techniques.adagp.predictors import weight_grad
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
+from backend.training import run_training
+from backend.training.datasets import load_dataset
+from backend.training.engine import _Run, attach_hooks, make_optimizer
+from backend.training.models import build_model
+from backend.training.technique import Step
 from worker.intra_op_threads import configure_threads
-from worker.training import run_training
-from worker.training.datasets import load_dataset
-from worker.training.engine import _Run, attach_hooks, make_optimizer
-from worker.training.models import build_model
-from worker.training.technique import Step
 
 FASHION_MNIST_DIR = get_settings().fashion_mnist_dir  # as the worker reads it
 

@@ -158,8 +158,13 @@ def repo_pythonpath() -> str:
 
 
 def orrery_env(**overrides: str) -> dict[str, str]:
-    """The test process's environment without any ORRERY_ setting, plus the given ones."""
+    """The test process's environment without any ORRERY_ setting, plus the given ones.
+
+    A child process imports this checkout (its PYTHONPATH starts here), not whatever tree the
+    environment's editable install points at, so a suite run from another checkout tests that
+    checkout's code."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORRERY_")}
+    env["PYTHONPATH"] = repo_pythonpath()
     env.update(overrides)
     return env
 

@@ -1,11 +1,11 @@
 """The science core reads no settings and no environment.
 
-The specs (backend/specs), the techniques (backend/techniques), the training (worker/training)
-and the simulator (worker/sim) take what they need as arguments, so a training or a simulation
+The specs (backend/specs), the techniques (backend/techniques), the training (backend/training)
+and the simulator (backend/sim) take what they need as arguments, so a training or a simulation
 depends on its inputs alone and runs the same in the worker, a benchmark or a test. Checked two
 ways: importing every module of those packages in a fresh interpreter loads no
 `backend.settings`, and no module's source reads `os.environ`, `os.environb` or `os.getenv`.
-A package's `__main__.py` (`python -m worker.sim`) is a command-line program around the core,
+A package's `__main__.py` (`python -m backend.sim`) is a command-line program around the core,
 like the worker: it may read its terminal's environment (COLUMNS), so the scan leaves it out.
 """
 
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-SCIENCE_CORE = ("backend.specs", "backend.techniques", "worker.training", "worker.sim")
+SCIENCE_CORE = ("backend.specs", "backend.techniques", "backend.training", "backend.sim")
 ENVIRONMENT_READERS = {"environ", "environb", "getenv"}
 
 IMPORT_EVERY_MODULE = """
@@ -68,8 +68,8 @@ def test_importing_the_science_core_loads_no_settings() -> None:
         check=True,
     )
     report = json.loads(answer.stdout.splitlines()[-1])
-    assert "worker.training.engine" in report["modules"]
-    assert "worker.sim.simulate" in report["modules"]
+    assert "backend.training.engine" in report["modules"]
+    assert "backend.sim.simulate" in report["modules"]
     assert "backend.techniques.adagp.training" in report["modules"]
     assert not report["settings_loaded"], (
         "backend.settings was imported by (innermost first): " + " <- ".join(report["imported_by"])

@@ -2,7 +2,7 @@
 
 Model: OMP_NUM_THREADS if set (a deployment's own choice), else at most 2: Orrery trains small
 models on small batches, and on a machine busier than its cores 1 avoids threads spinning while
-they wait for a descheduled partner. The training loop (worker/training/engine.py) does not
+they wait for a descheduled partner. The training loop (backend/training/engine.py) does not
 choose: it trains with the count the process is set to and records it in the training's
 environment. Open choice: set per task, not once per process, so a task always starts from the
 policy whatever ran in the process before it.

@@ -39,13 +39,13 @@ from backend.experiments.service import refresh_experiment_status
 from backend.settings import get_settings
 from backend.specs.techniques import parse_techniques
 from backend.specs.training import TrainingConfig
+from backend.training import EpochMetrics, Progress, TrainingCancelled, run_training
 from worker.storage import (
     DID_NOT_LEARN_MARGIN,
     simulate_pending_runs,
     store_epoch,
     store_results,
 )
-from worker.training import EpochMetrics, Progress, TrainingCancelled, run_training
 
 log = logging.getLogger("orrery.jobs")
 PROGRESS_INTERVAL = 1.0  # seconds between progress writes and cancellation reads

@@ -3,7 +3,7 @@ merge what it kept into the search's result.
 
 One Celery task run is one delivery of one chunk. Claiming and the lease are
 `backend.searches.chunks`; the evaluation is the simulator core's `evaluate_chunk`
-(worker/sim/design_search.py) on the stored workloads of the trainings the search chose at its
+(backend/sim/design_search.py) on the stored workloads of the trainings the search chose at its
 start (`DesignSearchRow.trainings`, technique label -> training). The merge happens in the
 transaction that marks the chunk done, under the search's row lock: the search's `result`
 becomes merge(result so far, this chunk), its `design_fields` gain the searched fields of the
@@ -31,12 +31,12 @@ from backend.db.session import session_scope
 from backend.delivery.leases import LeaseTerms
 from backend.searches.chunks import ChunkLease, chunks_left, claim_chunk, mark_chunk_done
 from backend.searches.records import fail_search
+from backend.sim.area import McacheSize
+from backend.sim.design_search import SearchResult, design_at, design_table, evaluate_chunk, merge
+from backend.sim.workload import Workload
 from backend.specs.design_search import DesignSearch
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import extension_sizes
-from worker.sim.area import McacheSize
-from worker.sim.design_search import SearchResult, design_at, design_table, evaluate_chunk, merge
-from worker.sim.workload import Workload
 
 log = logging.getLogger("orrery.searches")
 DETERMINISTIC_ERRORS: tuple[type[Exception], ...] = (ValueError, ArithmeticError, KeyError)

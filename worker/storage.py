@@ -10,7 +10,7 @@ died (from epoch 1: a training is deterministic for its seed) never adds to the 
 delivery's epochs, and `store_results` then replaces them with the same ones (a training that
 fails after its epochs keeps them: they show how far it got).
 `refresh_iso_area` compares each technique run with the best dense designs of no more area
-(worker.sim.iso_area) once its baseline's training is stored, whichever of the two is stored
+(backend.sim.iso_area) once its baseline's training is stored, whichever of the two is stored
 last. `simulate_pending_runs` serves a training already done (a retried run, or runs left open
 beside it): it simulates the stored workload without training anew.
 
@@ -37,6 +37,9 @@ from backend.db.session import session_scope
 from backend.delivery.claims import lease_held
 from backend.experiments.service import TERMINAL, refresh_experiment_status
 from backend.settings import Settings
+from backend.sim import SimulationResult, Workload, simulate_many
+from backend.sim.area import AreaBreakdown, area
+from backend.sim.iso_area import choose, dense_candidates, evaluate
 from backend.specs.accelerator import AcceleratorConfig
 from backend.specs.figures import (
     HARDWARE,
@@ -47,9 +50,6 @@ from backend.specs.figures import (
     Measure,
 )
 from backend.specs.techniques import extension_sizes
-from worker.sim import SimulationResult, Workload, simulate_many
-from worker.sim.area import AreaBreakdown, area
-from worker.sim.iso_area import choose, dense_candidates, evaluate
 
 DID_NOT_LEARN_MARGIN = Settings.model_fields["did_not_learn_margin"].default
 

@@ -25,11 +25,11 @@ from backend.delivery.leases import LeaseTerms
 from backend.delivery.queue import TaskName
 from backend.searches.sending import send_chunks, start_ready_searches
 from backend.settings import Settings, get_settings
+from backend.training import Progress
 from worker.app import app
 from worker.intra_op_threads import configure_threads
 from worker.jobs import run_training_job
 from worker.search_jobs import run_chunk_job
-from worker.training import Progress
 
 log = logging.getLogger("orrery.tasks")
 

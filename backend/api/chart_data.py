@@ -15,10 +15,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.groups import estimate
-from backend.analysis.pareto import front_2d
 from backend.api.access import Viewer, visible_to
 from backend.api.schemas import EstimateOut, RunMeasuresOut
 from backend.db.models import EpochMetric, Experiment, LayerResult, Run
+from backend.sim.pareto import front_2d
 from backend.specs.figures import RUN_MEASURES, SIMULATED
 
 MAX_CHART_RUNS = 200

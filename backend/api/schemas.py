@@ -130,7 +130,7 @@ class RunMetrics(RunMeasuresOut):  # type: ignore[misc,valid-type]
 
 
 class DenseDesignOut(BaseModel):
-    """A dense design of a run's iso-area family (worker/sim/iso_area.py) and what the run's
+    """A dense design of a run's iso-area family (backend/sim/iso_area.py) and what the run's
     baseline training costs on it."""
 
     rows: int

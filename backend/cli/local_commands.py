@@ -3,7 +3,7 @@
 
 Model: the command validates its options into the same specs an experiment uses
 (backend/specs), builds the dense workload of one training step and runs the simulator
-(worker/sim) in-process, printing its per-layer table. Open choice: the science modules are
+(backend/sim) in-process, printing its per-layer table. Open choice: the science modules are
 imported inside the command, so the other commands start without loading PyTorch.
 """
 
@@ -40,9 +40,9 @@ def simulate(
     except ValidationError as exc:
         error = exc.errors()[0]
         fail(f"{'.'.join(str(p) for p in error['loc']) or 'spec'}: {error['msg']}")
-    from worker.sim import simulate as run_simulation
-    from worker.sim.report import extensions_line, layer_table
-    from worker.training import dense_workload
+    from backend.sim import simulate as run_simulation
+    from backend.sim.report import extensions_line, layer_table
+    from backend.training import dense_workload
 
     workload = dense_workload(config)
     hardware = accelerator_for(PRESETS[accel], techniques_of(workload.technique))

@@ -189,7 +189,7 @@ class Training(Base):
     test_accuracy: Mapped[float | None] = mapped_column(Float)
     test_loss: Mapped[float | None] = mapped_column(Float)
     chance_accuracy: Mapped[float | None] = mapped_column(Float)  # 1 / classes of the data set
-    environment: Mapped[dict[str, Any] | None]  # worker/training/engine.py: training_environment
+    environment: Mapped[dict[str, Any] | None]  # backend/training/engine.py: training_environment
     wall_seconds: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = _now_column()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -292,7 +292,7 @@ class Run(RunMeasureColumns, Base):
     # test accuracy below chance + the did-not-learn margin (a setting); None until trained
     did_not_learn: Mapped[bool | None] = mapped_column(Boolean)
     summary: Mapped[dict[str, Any] | None]  # the simulator's totals, whole
-    # The dense designs behind the iso-area measures (worker.sim.iso_area.IsoArea.to_dict()).
+    # The dense designs behind the iso-area measures (backend.sim.iso_area.IsoArea.to_dict()).
     iso_area: Mapped[dict[str, Any] | None]
 
     experiment: Mapped[Experiment] = relationship(back_populates="runs")
@@ -446,7 +446,7 @@ class DesignSearchRow(Base):
 
     `waiting` until every training of the experiment has ended, then `running` while its
     chunks are evaluated, then `done`; or `failed` / `cancelled`. `result` is the merge of the
-    chunks stored so far (worker.sim.design_search.SearchResult's JSON: per technique label the
+    chunks stored so far (backend.sim.design_search.SearchResult's JSON: per technique label the
     counts, the exact front and the bounded sample), so it is the final answer once done and the
     answer so far before. Progress is read from the chunk rows.
     """

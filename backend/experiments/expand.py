@@ -33,7 +33,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from backend.analysis.groups import group_key
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.axes import Scalar, SweepAxis
-from backend.specs.experiment import BaselineHardware, ExperimentSpec
+from backend.specs.experiment import SAME_BASELINE_EXTENSIONS, BaselineHardware, ExperimentSpec
 from backend.specs.recipes import resolve_recipe
 from backend.specs.techniques import (
     BASELINE,
@@ -77,11 +77,6 @@ class RunPlan:
     baseline_hardware: BaselineHardware = "dense"
     # Shared by the runs equal to this one but for the seed (backend.analysis.groups.group_key).
     group_key: str = ""
-
-
-# What a 'same' baseline keeps of its accelerator: the dense training gets the natural
-# sparsity (ReLU, pooling) that any zero-skipping array exploits, and nothing else.
-SAME_BASELINE_EXTENSIONS = frozenset({"zero_skipping"})
 
 
 def hardware_for(accelerator: dict[str, Any], techniques: set[str]) -> dict[str, Any]:

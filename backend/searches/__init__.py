@@ -8,6 +8,6 @@ workers evaluate under leases, merging, progress, cancel, and what a front desig
 - `designs`: a front design turned into runs, or saved as the user's own accelerator.
 
 The evaluation itself (design enumeration, fronts, sample, merge) is the simulator core's
-(worker/sim/design_search.py); only the worker calls it (worker/search_jobs.py). Nothing here
+(backend/sim/design_search.py); only the worker calls it (worker/search_jobs.py). Nothing here
 imports the worker or torch: the API uses this package.
 """

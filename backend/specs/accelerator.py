@@ -17,7 +17,7 @@ with sparse data, and the hardware that encodes, decodes and skips it is the spa
 accelerator). So `with_extensions` leaves `storage`'s formats as given only where zero-skipping
 stays on; where it is off (a 'dense' baseline, and every run whose techniques do not use
 zero-skipping) the accelerator stores every kind of tensor dense. A config given straight to the
-simulator (worker.sim, `python -m worker.sim`) is still taken literally, whatever its formats.
+simulator (backend.sim, `python -m backend.sim`) is still taken literally, whatever its formats.
 
 Presets (PRESETS): edge, tpu-like and eyeriss-like are generic arrays that offer every extension
 (a run switches on those its techniques use). Each paper's accelerator offers only its own.
@@ -30,7 +30,7 @@ sparsetrain-like (SparseTrain, DAC 2020):
     of ReLU/pooling outputs in FWD and of the stochastically pruned activation gradients in
     BWD-DATA and BWD-WEIGHT; sparse data is stored compressed; 14 nm; the baseline is a dense
     accelerator (dense arithmetic and dense storage: `with_extensions` without zero-skipping).
-  assumed: the PE mapping of worker.sim.row_dataflow (kernel rows down the PE rows, output rows
+  assumed: the PE mapping of backend.sim.row_dataflow (kernel rows down the PE rows, output rows
     across the columns, channels folded over time); a 16 x 16 array; 64/64/64 KiB SRAMs; 8 words
     per cycle of DRAM bandwidth; 500 MHz; the default (45 nm) energy table; pruning arithmetic
     on one unit per PE column, overlapped with the array; activations and gradients
@@ -59,11 +59,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.specs.titles import field_title
 
-# os/ws/is: systolic GEMM dataflows (worker.sim.systolic); row: SparseTrain-style 1-D convolution
-# dataflow (worker.sim.row_dataflow).
+# os/ws/is: systolic GEMM dataflows (backend.sim.systolic); row: SparseTrain-style 1-D convolution
+# dataflow (backend.sim.row_dataflow).
 Dataflow = Literal["os", "ws", "is", "row"]
 ExtensionOverlap = Literal["overlapped", "serial"]
-# How a convolution's windowed operands cross the DRAM interface (worker.sim.conv_traffic):
+# How a convolution's windowed operands cross the DRAM interface (backend.sim.conv_traffic):
 # "im2col" moves the im2col matrices (SCALE-Sim's convention: every window copied), "tensor"
 # moves the real feature maps row by row and forms the windows on chip.
 ConvOperandTraffic = Literal["im2col", "tensor"]
@@ -110,7 +110,7 @@ class EnergyTable(_Spec):
 class AreaTable(_Spec):
     """Area of each component in µm², at the 45 nm node of the energy table.
 
-    Defaults and their sources (worker/sim/area.py says how they are combined and what is
+    Defaults and their sources (backend/sim/area.py says how they are combined and what is
     assumed there):
     - arithmetic: Horowitz, ISSCC 2014 ("Computing's energy problem"), 45 nm: FP32 multiply
       7,700, FP32 add 4,184, FP16 multiply 1,640, FP16 add 1,360 µm².
@@ -225,7 +225,7 @@ class OperandStorage(_Spec):
     `dense_fallback` (the default) a tensor whose format would be larger than dense is stored
     dense, as real formats do: min(1, the format's words). The choice is made per tensor (per
     GEMM operand, at its measured density), not per tile or per mini-batch.
-    Kinds, by GEMM operand (worker.sim.lowering): activations = FWD A and C, BWD-WEIGHT B;
+    Kinds, by GEMM operand (backend.sim.lowering): activations = FWD A and C, BWD-WEIGHT B;
     gradients = BWD-DATA and BWD-WEIGHT A and C; weights = FWD and BWD-DATA B.
     """
 

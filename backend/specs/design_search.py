@@ -3,7 +3,7 @@ objectives are minimised and which designs are allowed.
 
 A search evaluates designs, not trainings: every design is the `base` accelerator with the
 searched fields set, re-simulated on the stored workloads of trainings already done
-(worker/sim/design_search.py). Training parameters are therefore not search fields (changing
+(backend/sim/design_search.py). Training parameters are therefore not search fields (changing
 them needs a new training, which an experiment's sweep does).
 
 Designs are numbered 0..count-1: the grid first (every combination of the finite axes, the

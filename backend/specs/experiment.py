@@ -34,6 +34,10 @@ from backend.specs.training import TrainingConfig
 
 BaselineHardware = Literal["dense", "same"]
 
+# What a 'same' baseline keeps of its accelerator: the dense training gets the natural
+# sparsity (ReLU, pooling) that any zero-skipping array exploits, and nothing else.
+SAME_BASELINE_EXTENSIONS = frozenset({"zero_skipping"})
+
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", field_title_generator=field_title)

@@ -10,7 +10,7 @@ and per layer in `per_layer`); the API, the charts and the paper check list them
 `EPOCH_FIGURES` (backend/specs/techniques.py).
 
 Adding a measure is its declaration below, the line of the simulator (or of the area model,
-worker/sim/area.py) that computes it, and a migration adding its column; adding an epoch figure
+backend/sim/area.py) that computes it, and a migration adding its column; adding an epoch figure
 is its declaration and the code that measures it.
 """
 
@@ -90,11 +90,11 @@ TRAINING_ONLY: tuple[Measure, ...] = (
         "%",
     ),
 )
-# What the accelerator is, as the run's training sized it (worker/sim/area.py).
+# What the accelerator is, as the run's training sized it (backend/sim/area.py).
 HARDWARE: tuple[Measure, ...] = (
     Measure("area_mm2", float, "mm²", "accelerator area at 45 nm, the run's extensions included"),
 )
-# A technique run against the best dense designs of no more area (worker/sim/iso_area.py), on
+# A technique run against the best dense designs of no more area (backend/sim/iso_area.py), on
 # its baseline's training; None for a baseline, and until that training is stored.
 ISO_AREA: tuple[Measure, ...] = (
     Measure(
@@ -124,7 +124,7 @@ RUN_MEASURES: tuple[Measure, ...] = (
     Measure("energy_ratio", float, "", "run energy / baseline energy (1 for a baseline)", "×"),
     *ISO_AREA,
 )
-# A design of a hardware search, on one technique's stored workload (worker/sim/design_search.py),
+# A design of a hardware search, on one technique's stored workload (backend/sim/design_search.py),
 # in the order of its objectives (backend.specs.design_search.FIGURES: time, energy, area).
 DESIGN_MEASURES: tuple[Measure, ...] = (
     Measure("time_s", float, "s", "the whole training's time on the design (cycles / clock)"),

@@ -20,7 +20,7 @@ Open choice: the simulator has no per-technique code, so no entry names one. It 
 workload's ops record (reused rows, folded reductions, extra ops, GEMMs on a unit beside the
 array, sparsity) on whichever extensions the accelerator has switched on. A technique on existing
 hardware needs no simulator work; one that needs new hardware adds a `HardwareExtension` field to
-`AcceleratorConfig` (backend/specs/accelerator.py), costs it in worker/sim, and names the field
+`AcceleratorConfig` (backend/specs/accelerator.py), costs it in backend/sim, and names the field
 in its entry.
 """
 

@@ -6,7 +6,7 @@ and one entry point in the group `orrery.techniques` naming the folder's `TECHNI
 
 - `params.py`: its knobs, a pydantic model built on `backend.specs.training.Spec` with the field
   `name: Literal["NAME"] = "NAME"`;
-- `training.py`: its training hook, a `worker.training.technique.Technique` subclass, with the
+- `training.py`: its training hook, a `backend.training.technique.Technique` subclass, with the
   modules only it uses beside it (MERCURY's signatures and MCACHE, ADA-GP's predictors and
   schedule). They import torch, so only the worker imports them, through the entry's
   `training_hook` (a function that imports the class when called);
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from worker.training.technique import Technique
+    from backend.training.technique import Technique
 
 
 @dataclass(frozen=True)

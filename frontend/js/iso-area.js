@@ -1,6 +1,6 @@
 // A run's iso-area comparison in words: which dense designs of equal or smaller area (its array
 // with the extensions off, dense storage, same clock, dataflow and node; rows, columns and SRAMs
-// varied over a grid: worker/sim/iso_area.py) it is compared with.
+// varied over a grid: backend/sim/iso_area.py) it is compared with.
 
 import { formatValue } from "./format.js";
 

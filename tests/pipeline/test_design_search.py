@@ -22,6 +22,8 @@ from backend.delivery.queue import make_celery
 from backend.delivery.reconcile import reconcile_once
 from backend.searches.chunks import claim_chunk, mark_chunk_done
 from backend.settings import Settings
+from backend.sim.design_search import design_at, design_table, evaluate_chunk, merge
+from backend.sim.workload import Workload
 from backend.specs.design_search import DesignSearch
 from backend.specs.techniques import extension_sizes
 from tests.conftest import start_worker, stop_process
@@ -29,8 +31,6 @@ from tests.pipeline.conftest import TINY_TRAINING, worker_env
 from tests.reliability.chaos import poll
 from worker.jobs import run_training_job
 from worker.search_jobs import run_chunk_job
-from worker.sim.design_search import design_at, design_table, evaluate_chunk, merge
-from worker.sim.workload import Workload
 
 SEARCH: dict[str, Any] = {
     "base": "edge",

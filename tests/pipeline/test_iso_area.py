@@ -15,11 +15,11 @@ from sqlalchemy import select
 from backend.db.models import Run, Training
 from backend.db.session import session_scope
 from backend.settings import Settings
+from backend.sim import Workload
+from backend.sim.iso_area import iso_area
 from backend.specs.accelerator import AcceleratorConfig
 from tests.pipeline.conftest import TINY_TRAINING
 from worker.jobs import run_training_job
-from worker.sim import Workload
-from worker.sim.iso_area import iso_area
 from worker.storage import refresh_iso_area
 
 SPEC = {

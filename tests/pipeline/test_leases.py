@@ -24,10 +24,10 @@ from backend.experiments.quota import active_runs
 from backend.settings import Settings
 from backend.specs.techniques import parse_techniques
 from backend.specs.training import TrainingConfig
+from backend.training import run_training
 from tests.pipeline.conftest import TINY_TRAINING
 from worker.jobs import run_training_job
 from worker.storage import store_results
-from worker.training import run_training
 
 ONE_TRAINING = {
     "name": "leased",

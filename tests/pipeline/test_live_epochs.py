@@ -12,9 +12,9 @@ from sqlalchemy import select
 from backend.db.models import EpochMetric, Run, Training
 from backend.db.session import session_scope
 from backend.settings import Settings
+from backend.training import Progress
 from tests.pipeline.conftest import TINY_TRAINING
 from worker.jobs import run_training_job
-from worker.training import Progress
 
 EPOCHS = 3
 SPEC = {

@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backend.analysis.pareto import front_2d, front_3d
+from backend.sim.pareto import front_2d, front_3d
 
 
 def dominated(p: tuple[float, ...], points: list[tuple[float, ...]]) -> bool:

@@ -15,12 +15,12 @@ from backend.db.models import Run, RunAttempt, Training
 from backend.db.session import session_scope
 from backend.experiments.retry import RetryRefused, retry_run
 from backend.settings import Settings
+from backend.training.idx_format import write_idx
 from tests.conftest import start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING, worker_env
 from tests.pipeline.test_end_to_end import wait_for_runs
 from tests.pipeline.test_leases import ONE_TRAINING, submit
 from worker.jobs import run_training_job
-from worker.training.idx_format import write_idx
 
 MISSING_DATA = {
     **ONE_TRAINING,

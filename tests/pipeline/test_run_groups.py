@@ -244,7 +244,7 @@ def _reference_groups(runs: list[Run]) -> list[dict]:
 
 
 def iso_area(rng: random.Random) -> dict:
-    """Iso-area designs as the worker stores them (worker.sim.iso_area.IsoArea.to_dict())."""
+    """Iso-area designs as the worker stores them (backend.sim.iso_area.IsoArea.to_dict())."""
 
     def design() -> dict:
         side = rng.choice([8, 14, 16, 18])

@@ -28,12 +28,12 @@ from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
 from backend.specs.techniques import parse_techniques
 from backend.specs.training import TrainingConfig
+from backend.training import run_training
 from tests.conftest import ORRERY_BIN, orrery_env, service_settings
 from tests.pipeline.conftest import TINY_TRAINING
 from tests.reliability.chaos import Worker, poll
 from worker.jobs import run_training_job
 from worker.storage import store_results
-from worker.training import run_training
 
 SPEC = {
     "name": "never sent",

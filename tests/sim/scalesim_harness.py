@@ -2,7 +2,7 @@
 
 SCALE-Sim writes its reports to disk, so every run happens in a caller-given directory. It runs in
 "CALC" bandwidth mode (no DRAM bandwidth limit) so its Total Cycles are the stall-free compute
-cycles that worker.sim.systolic reproduces.
+cycles that backend.sim.systolic reproduces.
 
 Regenerate the stored table (used when scalesim is not installed) with
 `python -m tests.sim.scalesim_harness`.

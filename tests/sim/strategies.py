@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from backend.specs.accelerator import AcceleratorConfig, ZeroSkipping
 
 dims = st.integers(min_value=1, max_value=300)
-# "row" runs GEMMs without convolution geometry as "os" (worker.sim.row_dataflow)
+# "row" runs GEMMs without convolution geometry as "os" (backend.sim.row_dataflow)
 dataflows = st.sampled_from(["os", "ws", "is", "row"])
 
 

@@ -1,12 +1,12 @@
-"""The area model (worker/sim/area.py): a preset's area by hand from the table, extensions that
+"""The area model (backend/sim/area.py): a preset's area by hand from the table, extensions that
 count only when switched on, and an MCACHE that grows with the training's cache."""
 
 import pytest
 
+from backend.sim.area import McacheSize, area
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, AreaTable
 from backend.specs.techniques import extension_sizes
 from backend.techniques.mercury.params import MercuryParams
-from worker.sim.area import McacheSize, area
 from worker.storage import run_area
 
 

@@ -6,16 +6,16 @@ input element x[n, c, ih, iw] (or dX element) it stands for through the im2col d
 whole rows of those elements (the transfer unit of the model), and tracks which elements each of
 the two SRAM halves holds: the half filled for a fold keeps its elements for the next fold when
 they fit; everything stays when the whole operand fits one half. It counts DRAM words moved.
-worker.sim.conv_traffic must agree: exact, or above and within 10 %.
+backend.sim.conv_traffic must agree: exact, or above and within 10 %.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from worker.sim.conv_traffic import count_folds, fold_rows, input_reads, output_traffic
-from worker.sim.systolic import DATAFLOW_CODES
-from worker.sim.workload import ConvGeometry, TrainingPass
+from backend.sim.conv_traffic import count_folds, fold_rows, input_reads, output_traffic
+from backend.sim.systolic import DATAFLOW_CODES
+from backend.sim.workload import ConvGeometry, TrainingPass
 
 CASES = 300
 TOLERANCE = 1.10
@@ -203,9 +203,9 @@ def test_counting_many_gemms_together_equals_counting_each_alone() -> None:
 def test_tensor_traffic_never_exceeds_im2col_and_equals_it_without_geometry() -> None:
     from dataclasses import replace
 
+    from backend.sim import Workload, simulate
+    from backend.sim.lowering import lower_conv2d
     from backend.specs.accelerator import AcceleratorConfig
-    from worker.sim import Workload, simulate
-    from worker.sim.lowering import lower_conv2d
 
     rng = np.random.default_rng(7)
     for _ in range(60):

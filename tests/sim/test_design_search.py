@@ -11,12 +11,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from backend.specs.accelerator import PRESETS, OperandStorage
-from backend.specs.design_search import DesignSearch
-from worker.sim import GemmOp, TrainingPass, Workload, simulate
-from worker.sim.area import McacheSize, area
-from worker.sim.conv_traffic import fold_rows, moved_rows
-from worker.sim.design_search import (
+from backend.sim import GemmOp, TrainingPass, Workload, simulate
+from backend.sim.area import McacheSize, area
+from backend.sim.conv_traffic import fold_rows, moved_rows
+from backend.sim.design_search import (
     SearchResult,
     design_at,
     design_count,
@@ -25,10 +23,12 @@ from worker.sim.design_search import (
     hardware_for,
     merge,
 )
-from worker.sim.lowering import lower_conv2d, lower_linear
-from worker.sim.row_dataflow import gradient_taps, input_taps
-from worker.sim.systolic import DATAFLOW_CODES
-from worker.sim.workload import ConvGeometry
+from backend.sim.lowering import lower_conv2d, lower_linear
+from backend.sim.row_dataflow import gradient_taps, input_taps
+from backend.sim.systolic import DATAFLOW_CODES
+from backend.sim.workload import ConvGeometry
+from backend.specs.accelerator import PRESETS, OperandStorage
+from backend.specs.design_search import DesignSearch
 
 MERCURY_MCACHE = McacheSize(entries=2048, ways=8, signature_bits=40)
 

@@ -10,6 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from backend.sim import GemmOp, TrainingPass, Workload, simulate
+from backend.sim.lowering import lower_conv2d
+from backend.sim.row_dataflow import gradient_taps
 from backend.specs.accelerator import (
     EXTENSIONS,
     PRESETS,
@@ -17,11 +20,8 @@ from backend.specs.accelerator import (
     McacheHardware,
 )
 from backend.specs.techniques import accelerator_for
+from backend.training.sparsity import line_macs
 from tests.sim.strategies import accelerators, dims
-from worker.sim import GemmOp, TrainingPass, Workload, simulate
-from worker.sim.lowering import lower_conv2d
-from worker.sim.row_dataflow import gradient_taps
-from worker.training.sparsity import line_macs
 
 CYCLE_SUM_TOLERANCE = 1e-9
 

@@ -1,4 +1,4 @@
-"""The iso-area comparison (worker/sim/iso_area.py): the dense family as its docstring states it,
+"""The iso-area comparison (backend/sim/iso_area.py): the dense family as its docstring states it,
 and the fastest and lowest-energy choices within an area budget, each against a brute-force
 reference written here (every design simulated on its own, every rule applied by loops)."""
 
@@ -8,11 +8,11 @@ import random
 
 import pytest
 
+from backend.sim import Workload, simulate
+from backend.sim.area import area
+from backend.sim.iso_area import DenseDesign, choose, dense_candidates, evaluate, iso_area
+from backend.sim.lowering import lower_conv2d, lower_linear
 from backend.specs.accelerator import EXTENSIONS, PRESETS, AcceleratorConfig
-from worker.sim import Workload, simulate
-from worker.sim.area import area
-from worker.sim.iso_area import DenseDesign, choose, dense_candidates, evaluate, iso_area
-from worker.sim.lowering import lower_conv2d, lower_linear
 
 SIDES = (0.5, 0.75, 0.875, 1.0, 1.125, 1.25, 1.5, 2.0)
 BUFFERS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)

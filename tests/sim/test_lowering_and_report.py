@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from backend.sim import TrainingPass, Workload, simulate
+from backend.sim.lowering import lower_attention, lower_conv2d, lower_linear
+from backend.sim.report import layer_table
 from backend.specs.accelerator import PRESETS
-from worker.sim import TrainingPass, Workload, simulate
-from worker.sim.lowering import lower_attention, lower_conv2d, lower_linear
-from worker.sim.report import layer_table
 
 
 def _shapes(ops):
@@ -63,6 +63,6 @@ def test_the_simulator_core_needs_no_torch() -> None:
     import subprocess
     import sys
 
-    code = "import sys, worker.sim, worker.sim.report; print('torch' in sys.modules)"
+    code = "import sys, backend.sim, backend.sim.report; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

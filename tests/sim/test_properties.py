@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from backend.sim import GemmOp, TrainingPass, Workload, simulate, simulate_many
 from backend.specs.accelerator import (
     AcceleratorConfig,
     GradientPredictorUnit,
@@ -15,7 +16,6 @@ from backend.specs.accelerator import (
     ZeroSkipping,
 )
 from tests.sim.strategies import accelerators, dims
-from worker.sim import GemmOp, TrainingPass, Workload, simulate, simulate_many
 
 
 def _workload(*ops: GemmOp, iterations: int = 1) -> Workload:

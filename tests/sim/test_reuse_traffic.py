@@ -15,7 +15,7 @@ outer, row folds inner) over the elements of the real tensors:
   every dY of the group (summed on chip); the group sums form a packed tensor: one a later fold
   needs again and the half cannot hold is written out once, and a re-read reads it (one word).
 
-worker.sim.memory's closed forms, with worker.sim.simulate's reuse accounting, must agree exactly.
+backend.sim.memory's closed forms, with backend.sim.simulate's reuse accounting, must agree exactly.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from backend.sim import TrainingPass, Workload, simulate
+from backend.sim.workload import GemmOp
 from backend.specs.accelerator import AcceleratorConfig
 from tests.sim.test_conv_traffic import _fold_tiles
-from worker.sim import TrainingPass, Workload, simulate
-from worker.sim.workload import GemmOp
 
 WORD_BYTES = 8
 
@@ -192,7 +192,7 @@ def test_under_tensor_traffic_a_reusing_conv_moves_its_whole_input_and_output() 
     it still reads the whole input (every window is signed) and writes the whole output."""
     from dataclasses import replace
 
-    from worker.sim.lowering import lower_conv2d
+    from backend.sim.lowering import lower_conv2d
 
     fwd, _, weight = lower_conv2d("conv", 2, 3, 4, 8, 8, 3, padding=1)
     accel = AcceleratorConfig(rows=8, cols=8, conv_operand_traffic="tensor")

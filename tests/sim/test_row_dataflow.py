@@ -1,9 +1,9 @@
 """The 1-D convolution dataflow against a reference that walks every PE at every time step.
 
-The reference places the 1-D tasks on the PEs as worker.sim.row_dataflow's table says, folds them
+The reference places the 1-D tasks on the PEs as backend.sim.row_dataflow's table says, folds them
 over time, and for each step of each fold takes the busiest PE, whose work it counts by
 enumerating the products of its row pair on random sparse tensors. The closed form sees only the
-per-row work the training would measure (worker.training.sparsity.line_macs).
+per-row work the training would measure (backend.training.sparsity.line_macs).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 
+from backend.sim import GemmOp, TrainingPass, Workload, simulate
+from backend.sim.lowering import lower_conv2d, lower_linear
+from backend.sim.row_dataflow import gradient_taps, input_taps, kernel_taps
+from backend.sim.workload import ConvGeometry
 from backend.specs.accelerator import AcceleratorConfig, ZeroSkipping
-from worker.sim import GemmOp, TrainingPass, Workload, simulate
-from worker.sim.lowering import lower_conv2d, lower_linear
-from worker.sim.row_dataflow import gradient_taps, input_taps, kernel_taps
-from worker.sim.workload import ConvGeometry
-from worker.training.sparsity import line_macs
+from backend.training.sparsity import line_macs
 
 BIG_SRAM_KIB = 1 << 16
 

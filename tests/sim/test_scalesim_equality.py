@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from backend.sim import GemmOp, TrainingPass, Workload, simulate
+from backend.sim.lowering import lower_conv2d
 from backend.specs.accelerator import AcceleratorConfig
 from tests.sim.scalesim_harness import REFERENCE_TABLE, reference_cases
-from worker.sim import GemmOp, TrainingPass, Workload, simulate
-from worker.sim.lowering import lower_conv2d
 
 # Large SRAMs so no partial sums spill: the array's own requests are then exactly SCALE-Sim's.
 BIG_SRAM_KIB = 1 << 16

@@ -1,4 +1,4 @@
-"""`python -m worker.sim WORKLOAD.json ACCELERATOR`: the simulator run on its own, as a program."""
+"""`python -m backend.sim WORKLOAD.json ACCELERATOR`: the simulator run on its own, as a program."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from backend.sim import Workload, simulate
+from backend.sim.__main__ import PIPED_WIDTH
+from backend.sim.area import area
+from backend.sim.lowering import lower_conv2d, lower_linear
+from backend.sim.report import layer_table
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, McacheHardware
-from worker.sim import Workload, simulate
-from worker.sim.__main__ import PIPED_WIDTH
-from worker.sim.area import area
-from worker.sim.lowering import lower_conv2d, lower_linear
-from worker.sim.report import layer_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,11 +34,11 @@ def _workload() -> Workload:
     return Workload("tiny", "digits", 4, 5, ops, technique="mercury")
 
 
-def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def _run(*args: str | Path, module: str = "backend.sim") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
-        [sys.executable, "-m", "worker.sim", *map(str, args)],
+        [sys.executable, "-m", module, *map(str, args)],
         capture_output=True,
         text=True,
         env=env,
@@ -68,6 +68,13 @@ def test_json_output_is_simulate_of_the_stored_files(stored) -> None:
     expected = simulate(_workload(), accel).to_dict()
     assert json.loads(out.stdout) == json.loads(json.dumps(expected))
     assert expected["extensions"] == ["mcache", "zero_skipping", "gradient_predictor"]
+
+
+def test_the_old_module_name_is_an_alias(stored) -> None:
+    workload, accelerator, _ = stored
+    alias = _run(workload, accelerator, "--json", module="worker.sim")
+    assert alias.returncode == 0, alias.stderr
+    assert json.loads(alias.stdout) == json.loads(_run(workload, accelerator, "--json").stdout)
 
 
 def test_the_report_prints_simulate_s_table_and_totals_for_a_preset(stored) -> None:

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from backend.experiments.expand import baseline_hardware_for
+from backend.sim import TrainingPass, Workload, simulate
+from backend.sim.lowering import lower_conv2d, lower_linear
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, OperandStorage
 from backend.specs.techniques import accelerator_for
-from worker.sim import TrainingPass, Workload, simulate
-from worker.sim.lowering import lower_conv2d, lower_linear
 
 
 def _conv_workload(grad_density: float, geometry: bool = True) -> Workload:

@@ -68,7 +68,7 @@ def main() -> None:
     _api(observed)
     toy_params = _specs(observed)
     observed["torch_before_worker"] = "torch" in sys.modules
-    from worker.training.registry import build_techniques
+    from backend.training.registry import build_techniques
 
     built = build_techniques(parse_techniques(toy_params))
     observed["built"] = [f"{type(t).__module__}:{type(t).__name__}" for t in built]

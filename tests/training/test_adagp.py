@@ -9,6 +9,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from backend.sim.simulate import simulate
+from backend.sim.workload import GemmOp, TrainingPass
 from backend.specs.accelerator import PRESETS, ZeroSkipping
 from backend.specs.training import TrainingConfig
 from backend.techniques.adagp import GP_FRACTION
@@ -23,12 +25,10 @@ from backend.techniques.adagp.predictors import FeedbackPredictor
 from backend.techniques.adagp.training import AdaGP
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
-from worker.sim.simulate import simulate
-from worker.sim.workload import GemmOp, TrainingPass
-from worker.training import engine, run_training
-from worker.training.layers import GemmLayer
-from worker.training.results import TrainingResult
-from worker.training.technique import Step
+from backend.training import engine, run_training
+from backend.training.layers import GemmLayer
+from backend.training.results import TrainingResult
+from backend.training.technique import Step
 
 CONFIG = TrainingConfig(
     model="lenet5", dataset="digits", epochs=2, train_samples=640, batch_size=32, seed=2

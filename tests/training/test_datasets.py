@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from backend.specs.training import DATASET_NAMES
-from worker.training import DatasetUnavailable
-from worker.training.datasets import (
+from backend.training import DatasetUnavailable
+from backend.training.datasets import (
     DATASET_REGISTRY,
     dataset_input_shape,
     load_cifar10_dir,
@@ -20,7 +20,7 @@ from worker.training.datasets import (
     load_idx_dir,
     mnist_pickle_path,
 )
-from worker.training.idx_format import read_idx, write_idx
+from backend.training.idx_format import read_idx, write_idx
 
 
 def test_registry_names_are_the_api_literals() -> None:

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
+from backend.sim.workload import TrainingPass, Workload
 from backend.specs.training import MODEL_NAMES, TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
-from worker.sim.workload import TrainingPass, Workload
-from worker.training import Progress, TrainingCancelled, dense_workload, run_training
-from worker.training.layers import GemmLayer, instrument
-from worker.training.models import MODEL_REGISTRY, build_model
-from worker.training.sparsity import SAMPLE_ROWS
+from backend.training import Progress, TrainingCancelled, dense_workload, run_training
+from backend.training.layers import GemmLayer, instrument
+from backend.training.models import MODEL_REGISTRY, build_model
+from backend.training.sparsity import SAMPLE_ROWS
 
 
 def test_zoo_names_are_the_api_literals() -> None:
@@ -139,7 +139,7 @@ def test_progress_reaches_one_and_cancellation_stops_between_batches() -> None:
 
 
 def test_learning_rate_schedule_warms_up_then_anneals_to_zero() -> None:
-    from worker.training.engine import learning_rate_factor
+    from backend.training.engine import learning_rate_factor
 
     config = TrainingConfig(lr_schedule="cosine", warmup_fraction=0.1)
     total = 200
@@ -157,7 +157,7 @@ def test_learning_rate_schedule_warms_up_then_anneals_to_zero() -> None:
 def test_batchnorm_recalibration_uses_the_current_weights() -> None:
     """After recalibration each BatchNorm's running statistics are the plain mean and the
     unbiased variance of its input over the images (one batch: no averaging of batches)."""
-    from worker.training.engine import recalibrate_batchnorm
+    from backend.training.engine import recalibrate_batchnorm
 
     torch.manual_seed(0)
     model = build_model("vgg-small", (1, 8, 8), 10, 4)
@@ -190,7 +190,7 @@ def test_a_config_built_by_hand_trains_with_its_recipe() -> None:
 def test_where_the_data_lives_is_an_argument(tmp_path: Path) -> None:
     """A dataset_path trains only inside the data root it is given (none given: refused), and
     Fashion-MNIST is read from the folder given; the environment names the threads used."""
-    from worker.training.idx_format import write_idx
+    from backend.training.idx_format import write_idx
 
     images = np.random.default_rng(0).integers(0, 256, (64, 8, 8), dtype=np.uint8)
     for folder in (tmp_path / "root" / "set", tmp_path / "fashion"):

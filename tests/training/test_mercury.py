@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import Tensor
 
+from backend.sim.workload import TrainingPass
 from backend.specs.training import TrainingConfig
 from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury import TECHNIQUE as MERCURY_ENTRY
@@ -14,14 +15,13 @@ from backend.techniques.mercury.mcache import CacheModel, owners, reference_owne
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.mercury.signatures import RandomProjection, pack_signs
 from backend.techniques.mercury.training import Mercury
-from worker.sim.workload import TrainingPass
-from worker.training import run_training
-from worker.training.datasets import load_dataset
-from worker.training.hook_chain import HookChain
-from worker.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument, mark_classifier
-from worker.training.models import MODEL_REGISTRY, build_model
-from worker.training.recorder import WorkloadRecorder
-from worker.training.technique import Step
+from backend.training import run_training
+from backend.training.datasets import load_dataset
+from backend.training.hook_chain import HookChain
+from backend.training.layers import GemmLayer, ReuseMap, attach_hooks, instrument, mark_classifier
+from backend.training.models import MODEL_REGISTRY, build_model
+from backend.training.recorder import WorkloadRecorder
+from backend.training.technique import Step
 
 CACHES = [
     CacheModel("unbounded"),

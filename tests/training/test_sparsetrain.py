@@ -11,6 +11,9 @@ import torch
 from pydantic import BaseModel
 from torch import nn
 
+from backend.sim import GemmOp, SimulationResult, Workload, simulate
+from backend.sim.lowering import lower_linear
+from backend.sim.workload import TrainingPass
 from backend.specs.accelerator import PRESETS, AcceleratorConfig
 from backend.specs.training import TrainingConfig
 from backend.techniques.sparsetrain.params import SparseTrainParams
@@ -19,14 +22,11 @@ from backend.techniques.sparsetrain.training import (
     pruning_threshold,
     stochastic_prune,
 )
-from worker.sim import GemmOp, SimulationResult, Workload, simulate
-from worker.sim.lowering import lower_linear
-from worker.sim.workload import TrainingPass
-from worker.training import run_training
-from worker.training.layers import GemmLayer
-from worker.training.registry import build_techniques
-from worker.training.results import TrainingResult
-from worker.training.technique import Step, Technique, WorkloadOps
+from backend.training import run_training
+from backend.training.layers import GemmLayer
+from backend.training.registry import build_techniques
+from backend.training.results import TrainingResult
+from backend.training.technique import Step, Technique, WorkloadOps
 
 
 def test_pruning_is_unbiased() -> None:
@@ -185,7 +185,7 @@ Call = tuple[str, float, float, float]
 def _train_with_hook(params: SparseTrainParams, record: list[Call]) -> TrainingResult:
     """Train CONFIG; append (layer, applied, measured, tau of the gradient, computed here) for
     every output_grad call of the SparseTrain hook."""
-    from worker.training import engine
+    from backend.training import engine
 
     def build(all_params: list[BaseModel]) -> list[Technique]:
         (hook,) = build_techniques(all_params)

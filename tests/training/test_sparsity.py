@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from worker.training import sparsity
+from backend.training import sparsity
 
 
 def _sparse(*shape: int, seed: int) -> torch.Tensor:

@@ -1,16 +1,2 @@
-"""Accelerator simulator core: a training workload's GEMMs in, cycles, traffic and energy out."""
-
-from worker.sim.results import LayerPassResult, SimulationResult, TrainingTotals
-from worker.sim.simulate import simulate, simulate_many
-from worker.sim.workload import GemmOp, TrainingPass, Workload
-
-__all__ = [
-    "GemmOp",
-    "LayerPassResult",
-    "SimulationResult",
-    "TrainingPass",
-    "TrainingTotals",
-    "Workload",
-    "simulate",
-    "simulate_many",
-]
+"""`python -m worker.sim` is kept as an alias of `python -m backend.sim`, the simulator's own
+command (the simulator moved into the science core, backend/sim)."""

@@ -15,7 +15,6 @@ from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
-from backend.analysis.pareto import front_2d, front_3d
 from backend.api.access import (
     VISIBLE_RUN_TABLES,
     DeletableRun,
@@ -57,6 +56,7 @@ from backend.experiments.progress import OPEN, trainings_progress
 from backend.experiments.quota import check_active_runs
 from backend.experiments.retry import RunGone, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
+from backend.sim.pareto import front_2d, front_3d
 from backend.specs.techniques import EPOCH_FIGURES
 
 router = APIRouter(prefix="/runs", tags=["runs"])

@@ -14,7 +14,7 @@ from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.entry import Figure, Paper, TechniqueEntry
 
 if TYPE_CHECKING:
-    from worker.training.technique import Technique
+    from backend.training.technique import Technique
 
 
 def _training_hook() -> type[Technique]:

@@ -45,8 +45,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from worker.sim.workload import GemmOp, TrainingPass
-from worker.training.technique import WorkloadOps, add_extra
+from backend.sim.workload import GemmOp, TrainingPass
+from backend.training.technique import WorkloadOps, add_extra
 
 if TYPE_CHECKING:
     from backend.techniques.adagp.layer_state import LayerState

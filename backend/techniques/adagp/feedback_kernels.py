@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from worker.training.compiled import compiled
+from backend.training.compiled import compiled
 
 
 @dataclass(frozen=True)

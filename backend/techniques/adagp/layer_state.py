@@ -11,7 +11,7 @@ from torch import Tensor, nn
 if TYPE_CHECKING:
     from backend.techniques.adagp.direct import DirectState
     from backend.techniques.adagp.predictors import FeedbackPredictor
-    from worker.training.layers import GemmLayer
+    from backend.training.layers import GemmLayer
 
 
 @dataclass

@@ -47,8 +47,8 @@ from backend.techniques.adagp.predictors import (
     running_mean,
 )
 from backend.techniques.adagp.schedule import AdaptiveSchedule
-from worker.training.layers import GemmLayer
-from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps
+from backend.training.layers import GemmLayer
+from backend.training.technique import EpochFigures, Step, Technique, WorkloadOps
 
 
 @dataclass

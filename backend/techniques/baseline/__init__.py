@@ -9,7 +9,7 @@ from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.entry import TechniqueEntry
 
 if TYPE_CHECKING:
-    from worker.training.technique import Technique
+    from backend.training.technique import Technique
 
 
 def _training_hook() -> type[Technique]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backend.techniques.baseline.params import BaselineParams
-from worker.training.technique import Technique
+from backend.training.technique import Technique
 
 
 class Baseline(Technique):

@@ -12,8 +12,8 @@ from backend.techniques.entry import Figure, Paper, TechniqueEntry
 from backend.techniques.mercury.params import MercuryParams
 
 if TYPE_CHECKING:
-    from worker.sim.area import McacheSize
-    from worker.training.technique import Technique
+    from backend.sim.area import McacheSize
+    from backend.training.technique import Technique
 
 
 def _mcache_size(params: Mapping[str, Any]) -> McacheSize:

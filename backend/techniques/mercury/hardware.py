@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from backend.sim.area import McacheSize
 from backend.techniques.mercury.params import MercuryParams
-from worker.sim.area import McacheSize
 
 
 def mcache_size(params: Mapping[str, Any]) -> McacheSize:

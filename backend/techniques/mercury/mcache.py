@@ -21,7 +21,7 @@ from typing import Literal
 import numba
 import numpy as np
 
-from worker.training.compiled import compiled
+from backend.training.compiled import compiled
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from worker.training.compiled import compiled
+from backend.training.compiled import compiled
 
 
 @compiled()

@@ -43,12 +43,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from backend.sim.workload import GemmOp, TrainingPass
 from backend.techniques.mercury.mcache import CacheModel, owners
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.mercury.signatures import RandomProjection
-from worker.sim.workload import GemmOp, TrainingPass
-from worker.training.layers import GemmLayer, ReuseMap
-from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
+from backend.training.layers import GemmLayer, ReuseMap
+from backend.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
 
 @dataclass

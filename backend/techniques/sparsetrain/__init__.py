@@ -11,7 +11,7 @@ from backend.techniques.entry import Paper, TechniqueEntry
 from backend.techniques.sparsetrain.params import SparseTrainParams
 
 if TYPE_CHECKING:
-    from worker.training.technique import Technique
+    from backend.training.technique import Technique
 
 
 def _training_hook() -> type[Technique]:

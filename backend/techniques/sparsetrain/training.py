@@ -37,7 +37,7 @@ batch.
 
 Cost (`annotate_workload`), on the layer's BWD-WEIGHT op, per pruned element: one add for the
 mean|g| reduction and one compare with tau; a value below tau also a random number and a second
-compare. These run on the column units as g leaves the array (worker.sim.extensions). With
+compare. These run on the column units as g leaves the array (backend.sim.extensions). With
 "current" the extra pass over g is charged as one more column-unit op per element
 ("gradient_reads"): the workload has no way to state a bare SRAM or DRAM read, so the pass is
 costed as column-unit work, elements / cols more busy cycles per execution (the units take
@@ -58,12 +58,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from backend.sim.workload import TrainingPass
 from backend.techniques.sparsetrain.params import SparseTrainParams
-from worker.sim.workload import TrainingPass
-from worker.training.compiled import compiled
-from worker.training.layers import GemmLayer
-from worker.training.recorder import MEASURE_EVERY
-from worker.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
+from backend.training.compiled import compiled
+from backend.training.layers import GemmLayer
+from backend.training.recorder import MEASURE_EVERY
+from backend.training.technique import EpochFigures, Step, Technique, WorkloadOps, add_extra
 
 UNIFORM_BITS = 24  # u = (top 24 bits of a random 64-bit word) / 2^24, as NumPy's float32 uniforms
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment: 2^64 / golden ratio, odd

@@ -12,7 +12,7 @@ from backend.specs.training import Spec
 from backend.techniques.entry import Figure, TechniqueEntry
 
 if TYPE_CHECKING:
-    from worker.training.technique import Technique
+    from backend.training.technique import Technique
 
 
 class ToyParams(Spec):

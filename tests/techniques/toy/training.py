@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.training.technique import EpochFigures, Technique
+from backend.training.technique import EpochFigures, Technique
 
 
 class Toy(Technique):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from worker.training.layers import MatMulSite
+from backend.training.layers import MatMulSite
 
 InputShape = tuple[int, int, int]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from worker.training.layers import GemmLayer, MatMulSite, ReuseMap
-from worker.training.recorder import WorkloadRecorder
-from worker.training.technique import Technique
+from backend.training.layers import GemmLayer, MatMulSite, ReuseMap
+from backend.training.recorder import WorkloadRecorder
+from backend.training.technique import Technique
 
 
 class HookChain:

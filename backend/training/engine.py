@@ -27,19 +27,19 @@ import torch.nn.functional as F
 from pydantic import BaseModel
 from torch import Tensor, nn
 
+from backend.sim.workload import Workload
 from backend.specs.recipes import resolve_recipe
 from backend.specs.techniques import technique_label
 from backend.specs.training import TrainingConfig, dataset_folder
-from worker.sim.workload import Workload
-from worker.training.datasets import Dataset, load_dataset
-from worker.training.errors import TrainingCancelled
-from worker.training.hook_chain import HookChain
-from worker.training.layers import GemmLayer, attach_hooks, instrument, mark_classifier
-from worker.training.models import build_model
-from worker.training.recorder import MEASURE_EVERY, WorkloadRecorder
-from worker.training.registry import build_techniques
-from worker.training.results import EpochMetrics, Progress, TrainingResult
-from worker.training.technique import Step, Technique, WorkloadOps
+from backend.training.datasets import Dataset, load_dataset
+from backend.training.errors import TrainingCancelled
+from backend.training.hook_chain import HookChain
+from backend.training.layers import GemmLayer, attach_hooks, instrument, mark_classifier
+from backend.training.models import build_model
+from backend.training.recorder import MEASURE_EVERY, WorkloadRecorder
+from backend.training.registry import build_techniques
+from backend.training.results import EpochMetrics, Progress, TrainingResult
+from backend.training.technique import Step, Technique, WorkloadOps
 
 EVAL_BATCH = 512
 

@@ -1,6 +1,6 @@
 """The GEMMs of each training pass of a layer, from the simulator's own lowering.
 
-The convention (worker/sim/lowering.py) is A (m x k) @ B (k x n); for a conv with P output
+The convention (backend/sim/lowering.py) is A (m x k) @ B (k x n); for a conv with P output
 pixels over the mini-batch and K filters of C x R x S:
 
     FWD         m = P,  k = C*R*S, n = K     A = im2col(x), B = W
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from worker.sim.lowering import lower_attention, lower_conv2d, lower_linear
-from worker.sim.workload import GemmOp, TrainingPass
+from backend.sim.lowering import lower_attention, lower_conv2d, lower_linear
+from backend.sim.workload import GemmOp, TrainingPass
 
 
 def _keep(ops: list[GemmOp], input_needs_grad: bool) -> dict[TrainingPass, GemmOp]:

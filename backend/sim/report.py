@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from worker.sim.results import SimulationResult
+from backend.sim.results import SimulationResult
 
 
 def layer_table(result: SimulationResult) -> Table:

@@ -1,7 +1,7 @@
 """Iso-area comparison: a technique's run against the best dense accelerators of no more area.
 
 The question: would the silicon a technique's hardware takes be better spent on a larger dense
-array? A run on accelerator D has area A (worker.sim.area, its extensions included). The dense
+array? A run on accelerator D has area A (backend.sim.area, its extensions included). The dense
 training's workload (the run's baseline's training: same training config and seed, no
 technique) is simulated on a family of dense designs derived from D, and among those whose area
 is at most A:
@@ -39,10 +39,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from backend.sim.area import area
+from backend.sim.simulate import simulate_many
+from backend.sim.workload import Workload
 from backend.specs.accelerator import AcceleratorConfig
-from worker.sim.area import area
-from worker.sim.simulate import simulate_many
-from worker.sim.workload import Workload
 
 SIDE_FACTORS: tuple[float, ...] = (0.5, 0.75, 0.875, 1.0, 1.125, 1.25, 1.5, 2.0)
 SRAM_FACTORS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)

@@ -2,7 +2,7 @@
 
 With `conv_operand_traffic = "tensor"` the im2col operands of a convolution's GEMMs are not
 moved as im2col matrices. Three operands change (the others, dY and the weights, are real tensors
-in the im2col convention already and keep worker.sim.memory's model):
+in the im2col convention already and keep backend.sim.memory's model):
 
     pass        operand   im2col words           tensor: what moves
     FWD         A         P x Cg*R*S windows      input rows (n, c, ih) read from DRAM
@@ -57,9 +57,9 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from worker.sim.memory import DramTraffic
-from worker.sim.systolic import IS, OS, WS, ceil_div
-from worker.sim.workload import ConvGeometry, GemmOp, TrainingPass
+from backend.sim.memory import DramTraffic
+from backend.sim.systolic import IS, OS, WS, ceil_div
+from backend.sim.workload import ConvGeometry, GemmOp, TrainingPass
 
 POS, OFF, REP = "pos", "off", "rep"
 

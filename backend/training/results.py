@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from worker.sim.workload import Workload
+from backend.sim.workload import Workload
 
 
 @dataclass

@@ -33,7 +33,7 @@ GemmRole = Literal["compute", "overhead"]
 class ConvGeometry:
     """The convolution a GEMM was lowered from, so memory models can move the real tensors
     (input feature map with its halo, output gradient, dX in image space) instead of im2col
-    windows. Which tensor each operand is follows from the GEMM's pass (worker.sim.lowering).
+    windows. Which tensor each operand is follows from the GEMM's pass (backend.sim.lowering).
     Channel counts are the whole layer's; a GEMM is one of `groups` groups."""
 
     batch: int
@@ -77,7 +77,7 @@ class GemmOp:
     `executions` counts the mini-batches in which this GEMM ran; the workload's `iterations`
     counts all mini-batches, so a pass skipped by ADA-GP's predicted-gradient steps has
     executions < iterations. Densities of A and B are measured on a fixed-size uniform sample
-    of rows (columns) pooled over the measured mini-batches (worker.training.recorder), the same
+    of rows (columns) pooled over the measured mini-batches (backend.training.recorder), the same
     sample the per-lane counts are; reuse fractions are means over the executions.
     """
 
@@ -101,7 +101,7 @@ class GemmOp:
     # lane loads are drawn from it (workloads stored before sampling hold one batch's counts).
     a_row_nnz: np.ndarray | None = None
     b_col_nnz: np.ndarray | None = None
-    # For the 1-D convolution dataflow (worker.sim.row_dataflow), per 1-D row of the tensor behind
+    # For the 1-D convolution dataflow (backend.sim.row_dataflow), per 1-D row of the tensor behind
     # A and B (x and dY rows in (n, channel, row) order, W rows in (k, c, r) order): the products
     # a PE issues convolving that row when it skips the row's zeros. Same mini-batch as above.
     a_line_macs: np.ndarray | None = None

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from backend.sim.workload import Workload
 from backend.specs.training import TrainingConfig
-from worker.sim.workload import Workload
-from worker.training.datasets import dataset_input_shape
-from worker.training.hook_chain import HookChain
-from worker.training.layers import attach_hooks, instrument
-from worker.training.models import build_model
-from worker.training.recorder import WorkloadRecorder
+from backend.training.datasets import dataset_input_shape
+from backend.training.hook_chain import HookChain
+from backend.training.layers import attach_hooks, instrument
+from backend.training.models import build_model
+from backend.training.recorder import WorkloadRecorder
 
 NUM_CLASSES = 10  # every data set of the registry has ten classes
 

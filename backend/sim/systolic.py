@@ -25,7 +25,7 @@ import numpy as np
 
 DATAFLOW_CODES = {"os": 0, "ws": 1, "is": 2, "row": 3}
 OS, WS, IS = 0, 1, 2
-ROW = 3  # the 1-D convolution dataflow (worker.sim.row_dataflow); not a systolic mapping
+ROW = 3  # the 1-D convolution dataflow (backend.sim.row_dataflow); not a systolic mapping
 
 
 def ceil_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -159,7 +159,7 @@ def weight_per_input(weight: Tensor) -> OperandCounts:
 
 def line_macs(mask: Tensor, taps: np.ndarray) -> np.ndarray:
     """The 1-D dataflow's work per row (last dimension) of a 0/1 mask: its non-zeros weighted by
-    how many real products each takes part in (worker.sim.row_dataflow's input_taps,
+    how many real products each takes part in (backend.sim.row_dataflow's input_taps,
     gradient_taps or kernel_taps), in the tensor's row order."""
     weights = torch.as_tensor(taps, dtype=torch.float32)
     per_row = mask.reshape(-1, mask.shape[-1]).to(torch.float64) @ weights.to(torch.float64)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
-from worker.sim.workload import GemmOp
-from worker.training.layers import GemmLayer, ReuseMap
+from backend.sim.workload import GemmOp
+from backend.training.layers import GemmLayer, ReuseMap
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,11 @@
 This module moves GEMM operands as matrices: SCALE-Sim's convention, where a convolution's
 operands are im2col matrices (every window copied). With `conv_operand_traffic = "tensor"` the
 im2col operands of a convolution (FWD A, BWD-WEIGHT B, BWD-DATA C) are replaced by the real
-feature maps, counted in worker.sim.conv_traffic; dY and the weights are real tensors already.
+feature maps, counted in backend.sim.conv_traffic; dY and the weights are real tensors already.
 
 Each SRAM is double-buffered: half holds the working set while the other half is filled, so an
 operand's capacity is half its SRAM in words. The folds run in SCALE-Sim's order (column folds
-outer, row folds inner; see worker.sim.systolic), which fixes what is reused:
+outer, row folds inner; see backend.sim.systolic), which fixes what is reused:
 
 - os: a column fold's B tile (k x C) serves every row fold; A is swept once per column fold.
 - ws: B tiles are stationary and read once; A is swept once per column fold; each column fold's
@@ -24,7 +24,7 @@ fold's operands have arrived, nor finish before all traffic has moved. The layer
 of these two bounds: total = max(compute + ceil(first / bw), ceil(words / bw)), so
 stall = max(ceil(first / bw), ceil(words / bw) - compute).
 
-Reuse (MERCURY; applied in worker.sim.simulate): the array computes a reduced GEMM, FWD without
+Reuse (MERCURY; applied in backend.sim.simulate): the array computes a reduced GEMM, FWD without
 its hit rows, BWD-WEIGHT with each hit group's positions folded into one. The tiling above is the
 reduced GEMM's (it sets the folds and every re-read), and the words it leaves out that still move
 are added once each: every A element left out is read once (a hit row's window, which its
@@ -87,8 +87,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.sim.systolic import IS, OS, WS, ArrayMapping
-from worker.sim.workload import GemmOp, TrainingPass
+from backend.sim.systolic import IS, OS, WS, ArrayMapping
+from backend.sim.workload import GemmOp, TrainingPass
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def stall_cycles(
 
 
 STORAGE_CODES = {"dense": 0, "bitmap": 1, "compressed": 2}
-# Which kind of tensor each operand of each pass holds (worker.sim.lowering).
+# Which kind of tensor each operand of each pass holds (backend.sim.lowering).
 _OPERAND_KINDS = {
     TrainingPass.FWD: ("activations", "weights", "activations"),
     TrainingPass.BWD_DATA: ("gradients", "weights", "gradients"),
@@ -198,7 +198,7 @@ def stored_words_per_element(
     """(configs x GEMMs) words per element of A ("ifmap"), B ("filter") and C ("ofmap") in each
     accelerator's storage format, at the GEMM's measured densities; None when every accelerator
     stores everything dense (one word per element). `cfg`: the accelerators' fields as (P, 1)
-    columns (worker.sim.simulate.ConfigColumns): storage.<kind> as STORAGE_CODES,
+    columns (backend.sim.simulate.ConfigColumns): storage.<kind> as STORAGE_CODES,
     storage.index_bits, storage.dense_fallback, word_bytes."""
     codes = np.concatenate([cfg[f"storage.{kind}"] for kind in STORAGE_KINDS], axis=1)
     if not codes.any():

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from worker.sim.workload import ConvGeometry, GemmOp, TrainingPass
+from backend.sim.workload import ConvGeometry, GemmOp, TrainingPass
 
 
 def conv_output_size(size: int, kernel: int, stride: int, padding: int, dilation: int = 1) -> int:

@@ -16,11 +16,11 @@ only zero-skipping left on ("same"), exactly as an experiment's runs and baselin
 
 - time: total cycles of the whole training / clock (SimulationResult.totals.seconds),
 - energy: the training's energy in joules (totals.energy_pj * 1e-12),
-- area: mm² at 45 nm of the design as the technique switches it on (worker.sim.area), the MCACHE
+- area: mm² at 45 nm of the design as the technique switches it on (backend.sim.area), the MCACHE
   sized as the workload's training sized it (`mcache`, from its technique parameters).
 
 Every figure is equal (==) to what simulate() and area() give for that design alone: the batch
-runs the same simulator phases over arrays of designs (worker.sim.simulate.simulate_columns).
+runs the same simulator phases over arrays of designs (backend.sim.simulate.simulate_columns).
 
 Constraints drop designs from the fronts and the sample but not from the counts. Per workload a
 chunk keeps the exact Pareto front (every objective minimised; identical points do not dominate
@@ -40,8 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from backend.analysis.pareto import front_2d, front_3d
-from backend.experiments.expand import SAME_BASELINE_EXTENSIONS
+from backend.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_components
+from backend.sim.pareto import front_2d, front_3d
+from backend.sim.results import ENERGY_LEVELS
+from backend.sim.simulate import ConfigColumns, simulate_columns
+from backend.sim.systolic import DATAFLOW_CODES
+from backend.sim.workload import Workload
 from backend.specs.accelerator import AcceleratorConfig
 from backend.specs.design_search import (
     CHOICE_FIELDS,
@@ -51,13 +55,8 @@ from backend.specs.design_search import (
     is_finite,
     set_field,
 )
-from backend.specs.experiment import BaselineHardware
+from backend.specs.experiment import SAME_BASELINE_EXTENSIONS, BaselineHardware
 from backend.specs.techniques import BASELINE, accelerator_for, techniques_of
-from worker.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_components
-from worker.sim.results import ENERGY_LEVELS
-from worker.sim.simulate import ConfigColumns, simulate_columns
-from worker.sim.systolic import DATAFLOW_CODES
-from worker.sim.workload import Workload
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -257,7 +256,7 @@ ChunkResult = SearchResult
 
 
 def pareto_mask(points: np.ndarray) -> np.ndarray:
-    """Undominated rows of `points` (every column minimised), as backend.analysis.pareto."""
+    """Undominated rows of `points` (every column minimised), as backend.sim.pareto."""
     if len(points) == 0:
         return np.zeros(0, dtype=bool)
     columns = [points[:, j].tolist() for j in range(points.shape[1])]

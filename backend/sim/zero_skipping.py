@@ -1,7 +1,7 @@
 """Zero-skipping: how many cycles a sparsity-aware array spends streaming a sparse GEMM.
 
 A zero-skipping PE checks the operand streamed into it and gates the MAC when it is zero; the time
-saved depends on which dimension is streamed (see worker.sim.systolic for the mapping):
+saved depends on which dimension is streamed (see backend.sim.systolic for the mapping):
 
 - Output stationary streams k. PE row i consumes row i of A and PE column j column j of B, each an
   index-tagged list of non-zeros, so a lane only spends as many steps as its operand has non-zeros
@@ -33,8 +33,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from worker.sim.systolic import IS, OS, WS
-from worker.sim.workload import GemmOp
+from backend.sim.systolic import IS, OS, WS
+from backend.sim.workload import GemmOp
 
 
 def skips_a(op: GemmOp) -> bool:

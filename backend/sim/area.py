@@ -15,7 +15,7 @@ assumed here (no source; the papers' hardware descriptions were not available):
 - PE: one MAC and REGISTERS_PER_PE word registers (two operands and the partial sum: the three
   register accesses per MAC of the energy model).
 - Column units: one per array column (the simulator's unit for weight updates, pruning and
-  compares, worker.sim.extensions): a MAC and a comparator of the word's width.
+  compares, backend.sim.extensions): a MAC and a comparator of the word's width.
 - Edge FIFOs: `edge_fifo_words` word registers at each array row's and column's edge.
 - SRAM: ifmap + filter + ofmap KiB x the area per KiB.
 - Interconnect and control: `interconnect_fraction` x the sum of every other component,
@@ -107,7 +107,7 @@ def pe_um2(table: AreaTable, word_bytes: int) -> float:
 @dataclass(frozen=True)
 class AreaFields:
     """The fields of an accelerator its area depends on. Each number is a scalar or, for many
-    designs at once, a numpy array (worker.sim.design_search): the arithmetic is the same."""
+    designs at once, a numpy array (backend.sim.design_search): the arithmetic is the same."""
 
     table: AreaTable
     word_bytes: int

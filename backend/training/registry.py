@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from backend.specs.techniques import BASELINE, BY_NAME
-from worker.training.technique import Technique
+from backend.training.technique import Technique
 
 
 def build_technique(params: BaseModel) -> Technique:

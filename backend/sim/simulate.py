@@ -2,7 +2,7 @@
 
 Every figure is computed as a (configs x GEMMs) numpy array, so a sweep over accelerator configs
 costs a few array operations; only GEMMs whose zero-skipping needs per-lane non-zero counts take a
-Python step each per array shape (see worker.sim.zero_skipping and worker.sim.row_dataflow).
+Python step each per array shape (see backend.sim.zero_skipping and backend.sim.row_dataflow).
 
 Per execution of one GEMM (all `groups` run back to back):
 - MERCURY (needs an MCACHE): reused rows shrink m to ceil(m * (1 - reused_row_fraction)); folded
@@ -11,18 +11,18 @@ Per execution of one GEMM (all `groups` run back to back):
   the reductions leave out is still read once (a hit row's window, for its signature; a folded
   dY, summed on chip into its group's sum) and each hit row's copied output is still written
   once, into the tensor the next layer reads; folded group sums that later sweeps need and
-  SRAM cannot hold are written out once (worker.sim.memory, "Reuse").
-- Array cycles are SCALE-Sim's (worker.sim.systolic) for the reduced GEMM on the os/ws/is
+  SRAM cannot hold are written out once (backend.sim.memory, "Reuse").
+- Array cycles are SCALE-Sim's (backend.sim.systolic) for the reduced GEMM on the os/ws/is
   dataflows, with the streamed steps replaced by zero-skipping's when the accelerator skips zeros
   and an operand is sparse; on the 1-D "row" dataflow a convolution's cycles come from
-  worker.sim.row_dataflow (other GEMMs fall back to os there).
+  backend.sim.row_dataflow (other GEMMs fall back to os there).
 - Overhead GEMMs run on the array with their own mapping, traffic and energy, but count as
   overhead MACs; predictor GEMMs run on the predictor unit and MERCURY's signature projection on
   the projection unit when the accelerator has them. The projection reads the FWD input stream,
-  so its A operand costs no DRAM reads (worker.sim.extensions).
+  so its A operand costs no DRAM reads (backend.sim.extensions).
 - Extension cycles (MCACHE lookups, column-unit work, predictor and projection units) are partly
-  hidden behind the array's time (`extension_overlap`, worker.sim.extensions); stall cycles come
-  from the DRAM traffic (worker.sim.memory).
+  hidden behind the array's time (`extension_overlap`, backend.sim.extensions); stall cycles come
+  from the DRAM traffic (backend.sim.memory).
 - Cycle columns per layer-pass, over the whole training, add up exactly:
       total_cycles = array_cycles + exposed_extension_cycles + stall_cycles
   with compute_cycles = array_cycles + exposed_extension_cycles (everything but stalls) and
@@ -31,12 +31,12 @@ Per execution of one GEMM (all `groups` run back to back):
   (so ADA-GP's skipped executions are skipped MACs); actual = the MACs done; skipped =
   algorithmic - actual; overhead = the MACs of overhead GEMMs. Extra ops are not MACs.
 - SRAM: the array's requests (SCALE-Sim's counts) plus the DRAM fills and drains of each operand.
-- Storage (worker.sim.memory.stored_words_per_element): an accelerator that stores a kind of
+- Storage (backend.sim.memory.stored_words_per_element): an accelerator that stores a kind of
   tensor as a bitmap or compressed moves, per element, its measured density plus metadata in
   words (with `storage.dense_fallback`, at most one: the tensor falls back to dense), in DRAM
   and in the array's SRAM reads; stalls follow the smaller traffic. The config is taken
   literally: that a baseline stores dense is AcceleratorConfig.with_extensions' doing.
-- Energy (worker.sim.energy) = counts x the accelerator's energy table.
+- Energy (backend.sim.energy) = counts x the accelerator's energy table.
 
 The accelerator is taken as given; each result lists the extensions that were on
 (`SimulationResult.extensions`).
@@ -46,7 +46,7 @@ pair the reduced GEMM and the unit it runs on; built by _place): mapping onto th
 (_map_onto_array), sparsity (_skip_zeros), extension units (_extension_units), traffic
 (_traffic), energy (_energy), then the training's columns (_training_columns). The phases read
 the accelerators only through ConfigColumns ((P, 1) arrays of their fields): simulate_many builds
-them from configs, a design search (worker.sim.design_search) from arrays of designs, and both
+them from configs, a design search (backend.sim.design_search) from arrays of designs, and both
 get their columns from simulate_columns, so a design's figures in a search are simulate()'s.
 """
 
@@ -57,17 +57,16 @@ from functools import cached_property
 
 import numpy as np
 
-from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig, EnergyTable
-from worker.sim.conv_traffic import tensor_traffic_notes, with_tensor_traffic
-from worker.sim.energy import EnergyColumns, energy_columns
-from worker.sim.extensions import (
+from backend.sim.conv_traffic import tensor_traffic_notes, with_tensor_traffic
+from backend.sim.energy import EnergyColumns, energy_columns
+from backend.sim.extensions import (
     ExtraOpCounts,
     UnitCycles,
     column_unit_cycles,
     count_extra_ops,
     mcache_lookup_cycles,
 )
-from worker.sim.memory import (
+from backend.sim.memory import (
     STORAGE_CODES,
     STORAGE_KINDS,
     DramTraffic,
@@ -75,15 +74,15 @@ from worker.sim.memory import (
     stall_cycles,
     stored_words_per_element,
 )
-from worker.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
-from worker.sim.row_dataflow import (
+from backend.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
+from backend.sim.row_dataflow import (
     RowMapping,
     SparseRows,
     dense_row_cycles,
     map_rows,
     task_space,
 )
-from worker.sim.systolic import (
+from backend.sim.systolic import (
     DATAFLOW_CODES,
     IS,
     OS,
@@ -93,8 +92,9 @@ from worker.sim.systolic import (
     dense_compute,
     map_gemm,
 )
-from worker.sim.workload import GemmOp, Workload
-from worker.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
+from backend.sim.workload import GemmOp, Workload
+from backend.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
+from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig, EnergyTable
 
 
 @dataclass(frozen=True)
@@ -183,8 +183,8 @@ class ConfigColumns(dict[str, np.ndarray]):
     """The accelerators' fields the simulator reads, by dotted name, each a (P, 1) column:
     CONFIG_FIELDS as they are, and coded: "dataflow" (DATAFLOW_CODES), "extension_overlap"
     (True: overlapped), "conv_operand_traffic" (True: tensor), "storage.<kind>"
-    (worker.sim.memory.STORAGE_CODES). A design search fills them from arrays of designs
-    (worker.sim.design_search) without building a config per design."""
+    (backend.sim.memory.STORAGE_CODES). A design search fills them from arrays of designs
+    (backend.sim.design_search) without building a config per design."""
 
     @classmethod
     def of(cls, accels: list[AcceleratorConfig]) -> ConfigColumns:

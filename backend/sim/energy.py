@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.sim.extensions import ExtraOpCounts
-from worker.sim.results import ENERGY_LEVELS, OPERANDS
+from backend.sim.extensions import ExtraOpCounts
+from backend.sim.results import ENERGY_LEVELS, OPERANDS
 
 REGISTER_ACCESSES_PER_MAC = 3
 
@@ -45,7 +45,7 @@ def energy_columns(
     extra: ExtraOpCounts,
     has_mcache: np.ndarray,
 ) -> EnergyColumns:
-    """`cfg`: the accelerators' fields as (P, 1) columns (worker.sim.simulate.ConfigColumns)."""
+    """`cfg`: the accelerators' fields as (P, 1) columns (backend.sim.simulate.ConfigColumns)."""
 
     def table(attr: str) -> np.ndarray:
         return cfg[f"energy.{attr}"]

@@ -4,7 +4,7 @@ SparseTrain's accelerator computes a convolution as 1-D convolutions of rows (pa
 placed on the PEs is not published, so the mapping below is ours (an Eyeriss-like row-stationary
 placement), stated once and checked against a per-PE, per-time-step reference in the tests.
 
-Notation, for one group of a convolution (worker.sim.workload.ConvGeometry): Cg = C / groups input
+Notation, for one group of a convolution (backend.sim.workload.ConvGeometry): Cg = C / groups input
 and Kg = K / groups output channels, kernel R x S, input H x W, output OH x OW, and
 h(oh, r) = oh * stride_h - pad_h + r * dilation_h, the input (or dX) row that kernel row r meets
 for output row oh; a row outside [0, H) lies in the vertical padding.
@@ -56,10 +56,10 @@ Work of a task, one MAC per PE per cycle:
 GEMMs without convolution geometry (linear layers, attention, MERCURY's projection, ADA-GP's
 predictors) fall back to output stationary: a linear layer is a 1-D convolution whose kernel row
 spans the whole input row, so PE (i, j) computing row i of A against column j of B with zero
-skipping along k (worker.sim.zero_skipping) is the same dataflow. MERCURY's reuse on a conv
+skipping along k (backend.sim.zero_skipping) is the same dataflow. MERCURY's reuse on a conv
 (rows of A not computed, k folded) scales the step time by the fraction of the GEMM left, as the
 1-D mapping has no im2col rows to drop. SRAM requests and DRAM traffic are counted as output
-stationary's (worker.sim.memory).
+stationary's (backend.sim.memory).
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from worker.sim.systolic import ceil_div
-from worker.sim.workload import ConvGeometry, GemmOp, TrainingPass
+from backend.sim.systolic import ceil_div
+from backend.sim.workload import ConvGeometry, GemmOp, TrainingPass
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ density is the sample's, so zero-skipping cycles and storage traffic see the sam
 Operands measured only as a density (attention products) and the density of each GEMM's output
 as written (density_c: FWD output before any activation) are means over the measured batches.
 For convolutions the recorder also measures the 1-D dataflow's work per tensor row
-(worker.sim.row_dataflow), from the latest measured batch.
+(backend.sim.row_dataflow), from the latest measured batch.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from worker.sim import row_dataflow
-from worker.sim.workload import GemmOp, TrainingPass
-from worker.training import sparsity
-from worker.training.gemm_shapes import attention_gemms, conv_gemms, linear_gemms
-from worker.training.layers import GemmLayer, MatMulSite
-from worker.training.sparsity import OperandCounts, RowSample
-from worker.training.technique import EpochFigures
+from backend.sim import row_dataflow
+from backend.sim.workload import GemmOp, TrainingPass
+from backend.training import sparsity
+from backend.training.gemm_shapes import attention_gemms, conv_gemms, linear_gemms
+from backend.training.layers import GemmLayer, MatMulSite
+from backend.training.sparsity import OperandCounts, RowSample
+from backend.training.technique import EpochFigures
 
 FWD, BWD_DATA, BWD_WEIGHT = TrainingPass.FWD, TrainingPass.BWD_DATA, TrainingPass.BWD_WEIGHT
 MEASURE_EVERY = 8  # batches between workload measurements (each costs about one backward)

@@ -1,4 +1,4 @@
-"""The dashboard's HTML pages and static files, and Plotly served from the installed package.
+"""The dashboard's HTML pages and static files (Plotly among them, vendored in frontend/vendor/).
 
 Pages are static HTML that read the API from the browser: serving one needs no login (the
 API it calls does). The API's own routes live in their routers beside this one."""

@@ -4,8 +4,8 @@ Starts `orrery serve` (API only) on a free local port, stores N runs, then measu
 - submission throughput: POST /api/v1/experiments from concurrent clients;
 - for scale, the latency of GET /api/v1/auth/me (authentication and a small answer), then
 - latency of GET /api/v1/runs (pages, sorted, filtered) with C concurrent clients: first a mix
-  of five queries asked again and again, as dashboards do (answered from the server's snapshot
-  cache while nothing is written; timed after a short warm-up in which each API process computes
+  of five queries asked again and again, as dashboards do (answered from the read cache until
+  a table they show is written; timed after a short warm-up in which each API process computes
   each page once), then the same mix with every page new (computed each time).
 
     python benchmarks/api_load.py                                   # embedded SQLite

@@ -2,9 +2,9 @@
 
 FastAPI's own pages load their scripts from a CDN, which leaves them blank without internet.
 Here the same pages load them from the `fastapi-offline` package's copy of the Swagger UI and
-ReDoc bundles, served by this app, as Plotly is (api/routes/pages.py): no CDN, no copy in the
-repository, no web fonts. Their Content-Security-Policy is the pages' (api/page_headers.py),
-with Swagger UI's one inline script allowed by its hash.
+ReDoc bundles, served by this app: no CDN, no copy in the repository (Plotly, by contrast, is
+vendored in frontend/vendor/), no web fonts. Their Content-Security-Policy is the pages'
+(api/page_headers.py), with Swagger UI's one inline script allowed by its hash.
 
 ReDoc's bundle draws Redocly's logo beside "API docs by Redocly" from a CDN; the bundle is
 served with that address replaced by an empty SVG, so the page asks no other host for anything

@@ -7,8 +7,8 @@ own policy (the API docs do, to allow their one inline script by its hash). JSON
 keep their headers as they are.
 
 The pages' policy: scripts only from this origin (the pages have no inline script; Plotly is
-served from /vendor), fetches and event streams only to it, no plugins, no <base>, forms post
-only here. Open choices: styles allow 'unsafe-inline', since Plotly styles its charts with
+served from /static/vendor/), fetches and event streams only to it, no plugins, no <base>, forms
+post only here. Open choices: styles allow 'unsafe-inline', since Plotly styles its charts with
 inline style attributes and injected <style> elements (styles run no code); images allow data:
 and blob: URLs (Plotly's "download as PNG" and Swagger UI's icons); workers allow blob: (ReDoc
 builds its search worker from one).

@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    computed_field,
     create_model,
     field_validator,
     model_validator,
@@ -28,6 +29,26 @@ T = TypeVar("T")
 
 class _Out(BaseModel):
     model_config = ConfigDict(from_attributes=True)
+
+
+OutT = TypeVar("OutT", bound=BaseModel)
+
+
+class _RowWith:
+    """A row whose attributes are read from `values` first: a row seen with the fields of an
+    answer that are not its columns."""
+
+    def __init__(self, row: object, values: dict[str, Any]) -> None:
+        self._row, self._values = row, values
+
+    def __getattr__(self, name: str) -> Any:
+        return self._values[name] if name in self._values else getattr(self._row, name)
+
+
+def from_row(schema: type[OutT], row: object, **values: Any) -> OutT:
+    """The answer `schema` validated from an ORM row's attributes (`from_attributes`), with
+    `values` for its fields that the row has not (counts, what the caller may do with it)."""
+    return schema.model_validate(_RowWith(row, values), from_attributes=True)
 
 
 def _described(measure: Measure) -> str:
@@ -88,7 +109,7 @@ class ProgressOut(BaseModel):
     )
 
 
-class ExperimentProgressOut(BaseModel):
+class ExperimentProgressOut(_Out):
     """How far an experiment has got (backend/experiments/progress.py)."""
 
     fraction: float = Field(description="mean over its runs, a finished run counted whole")
@@ -110,11 +131,16 @@ class ExperimentOut(_Out):
     tags: list[str] = Field(default_factory=list)
     notes: str = ""
     run_counts: RunCounts = Field(default_factory=RunCounts)
-    total_runs: int = 0
     trainings: int = 0
     progress: ExperimentProgressOut | None = Field(
         None, description="fraction done and time left (one experiment's page, not the list)"
     )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total_runs(self) -> int:
+        """its runs, whatever their status"""
+        return sum(self.run_counts.model_dump().values())
 
 
 class ExpansionPreview(BaseModel):
@@ -195,7 +221,7 @@ class RunRow(RunOut):
     )
 
 
-class RunColumnOut(BaseModel):
+class RunColumnOut(_Out):
     """A column the run list can show, sort and group by (backend/api/run_columns.py)."""
 
     key: str

@@ -20,8 +20,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, computed_field, create_model
 
+from backend.api.schemas import from_row
 from backend.db.models import DesignSearchRow
 from backend.searches.records import Progress
 from backend.specs.axes import Scalar
@@ -36,7 +37,12 @@ class SearchProgressOut(BaseModel):
     chunks_total: int = Field(description="chunks the search's designs are split into")
     chunks_done: int = Field(description="chunks evaluated and merged")
     designs_evaluated: int = Field(description="designs in the chunks done")
-    fraction: float = Field(description="chunks done / total (0 before the search started)")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fraction(self) -> float:
+        """chunks done / total (0 before the search started)"""
+        return self.chunks_done / self.chunks_total if self.chunks_total else 0
 
 
 class TechniqueCounts(BaseModel):
@@ -136,21 +142,12 @@ def _spec(search: DesignSearchRow) -> DesignSearch:
 def search_out(search: DesignSearchRow, progress: Progress, can_edit: bool) -> SearchOut:
     spec = _spec(search)
     workloads = _result(search)["workloads"]
-    return SearchOut(
-        id=search.id,
-        experiment_id=search.experiment_id,
-        status=search.status,
-        error=search.error,
-        spec=search.spec,
-        designs=search.designs,
+    return from_row(
+        SearchOut,
+        search,
         objectives=list(spec.objectives),
         fields=list(spec.parameters),
-        progress=SearchProgressOut(
-            chunks_total=progress.chunks_total,
-            chunks_done=progress.chunks_done,
-            designs_evaluated=progress.designs_evaluated,
-            fraction=progress.chunks_done / progress.chunks_total if progress.chunks_total else 0,
-        ),
+        progress=progress,
         techniques={
             label: TechniqueCounts(
                 evaluated=w["evaluated"],
@@ -161,9 +158,6 @@ def search_out(search: DesignSearchRow, progress: Progress, can_edit: bool) -> S
             for label, w in workloads.items()
         },
         can_edit=can_edit,
-        created_at=search.created_at,
-        started_at=search.started_at,
-        finished_at=search.finished_at,
     )
 
 

@@ -300,6 +300,25 @@ class Run(RunMeasureColumns, Base):
         back_populates="run", cascade="all, delete-orphan", order_by="LayerResult.position"
     )
 
+    @classmethod
+    def for_training(cls, training: Training, **fields: Any) -> Run:
+        """A queued run of the training: its experiment, technique and training config (model,
+        data set, seed) taken from the training; `fields` give the rest (the accelerator, the
+        swept params, whether it is a baseline, ...)."""
+        config = training.training_config
+        return cls(
+            experiment_id=training.experiment_id,
+            training_id=training.id,
+            technique=training.technique,
+            technique_params=training.technique_params,
+            model=config["model"],
+            dataset=config["dataset"],
+            training_config=config,
+            seed=config["seed"],
+            status="queued",
+            **fields,
+        )
+
 
 class RunAttempt(Base):
     """A finished attempt of a run that was retried: how it ended, kept when the run re-ran."""
@@ -317,6 +336,21 @@ class RunAttempt(Base):
     worker: Mapped[str | None] = mapped_column(String(255))  # "host:pid" of its training's claim
     retried_at: Mapped[datetime] = _now_column()
     retried_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+    @classmethod
+    def ending(cls, run: Run, worker: str | None, retried_by: int | None) -> RunAttempt:
+        """The record of the run's current attempt as it ended (its status, reason and times),
+        taken when `retried_by` retries it; `worker` is its training's last claim."""
+        return cls(
+            run_id=run.id,
+            attempt=run.attempt,
+            status=run.status,
+            error=run.error,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            worker=worker,
+            retried_by=retried_by,
+        )
 
 
 class LayerResult(LayerMeasureColumns, Base):

@@ -75,16 +75,7 @@ def retry_run(db: Session, celery: Celery, run: Run, retried_by: int | None) -> 
         if db.scalar(select(Run.id).where(Run.id == run.id)) is None:
             raise RunGone(run.id)
         raise RetryRefused(f"run {run.id} has no training left to run")
-    finished = RunAttempt(
-        run_id=run.id,
-        attempt=run.attempt,
-        status=run.status,
-        error=run.error,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        worker=training.leased_by,
-        retried_by=retried_by,
-    )
+    finished = RunAttempt.ending(run, worker=training.leased_by, retried_by=retried_by)
     restarted = db.execute(
         update(Run)
         .where(Run.id == run.id, Run.status == run.status, Run.attempt == run.attempt)

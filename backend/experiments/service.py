@@ -54,24 +54,14 @@ def record_experiment(
 
     runs: list[tuple[Run, RunPlan]] = []
     for plan in expansion.runs:
-        training_plan = expansion.trainings[plan.training_key]
-        config = training_plan.training_config
-        run = Run(
-            experiment_id=experiment.id,
-            training_id=trainings[plan.training_key].id,
-            is_baseline=training_plan.is_baseline,
-            technique=training_plan.technique,
-            technique_params=training_plan.technique_params,
-            model=config["model"],
-            dataset=config["dataset"],
-            training_config=config,
+        run = Run.for_training(
+            trainings[plan.training_key],
+            is_baseline=expansion.trainings[plan.training_key].is_baseline,
             accelerator_name=plan.accelerator_name,
             accelerator_config=plan.accelerator_config,
             params=plan.params,
-            seed=config["seed"],
             baseline_hardware=plan.baseline_hardware,
             group_key=plan.group_key,
-            status="queued",
         )
         db.add(run)
         runs.append((run, plan))

@@ -93,19 +93,14 @@ def _baseline_kinds(spec: ExperimentSpec) -> list[BaselineHardware]:
 def _new_run(
     training: Training, accel: dict[str, Any], params: dict[str, Any], **fields: Any
 ) -> Run:
-    config = training.training_config
-    return Run(
-        experiment_id=training.experiment_id,
-        training_id=training.id,
-        technique=training.technique,
-        technique_params=training.technique_params,
-        model=config["model"],
-        dataset=config["dataset"],
-        training_config=config,
+    return Run.for_training(
+        training,
         accelerator_name=accel["name"],
-        params={"technique": training.technique, **params, "seed": config["seed"]},
-        seed=config["seed"],
-        status="queued",
+        params={
+            "technique": training.technique,
+            **params,
+            "seed": training.training_config["seed"],
+        },
         **fields,
     )
 

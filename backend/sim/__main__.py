@@ -1,11 +1,14 @@
 """The simulator on its own: a stored workload and an accelerator in, the report out.
 
-    python -m backend.sim WORKLOAD.json ACCELERATOR [--json]
+    python -m backend.sim WORKLOAD ACCELERATOR [--json]
+    python -m backend.sim examples/workloads/lenet5-digits-baseline.workload.json.xz edge
 
-WORKLOAD.json holds a workload in the form Workload.to_dict writes (a training's stored
-workload). ACCELERATOR is a preset name (backend.specs.accelerator.PRESETS) or a YAML or JSON
-file holding an AcceleratorConfig's fields (left-out fields take their defaults). The accelerator
-is taken literally, with the extensions it has switched on, as the simulator core takes it (an
+WORKLOAD is a recorded workload (NAME.workload.json.xz, backend.sim.recorded: the workload with
+its training's config, epochs and provenance; examples/workloads/ ships one) or a JSON file of a
+workload in the form Workload.to_dict writes (a training's stored workload). ACCELERATOR is a
+preset name (backend.specs.accelerator.PRESETS) or a YAML or JSON file holding an
+AcceleratorConfig's fields (left-out fields take their defaults). The accelerator is taken
+literally, with the extensions it has switched on, as the simulator core takes it (an
 experiment's run instead switches on only those its techniques use); the report says which were
 on. The output is the per-layer table of backend.sim.report and the accelerator's area
 (backend.sim.area), or with --json the SimulationResult as JSON. A file that is missing or
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import os
 import sys
 from collections.abc import Callable
@@ -28,6 +32,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from backend.sim.area import area
+from backend.sim.recorded import NotAWorkload, decompressed, stored_workload
 from backend.sim.report import layer_table
 from backend.sim.simulate import simulate
 from backend.sim.workload import Workload
@@ -46,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         prog=PROG,
         description="Simulate a stored training workload on one accelerator and print the report.",
     )
-    parser.add_argument("workload", metavar="WORKLOAD.json", help="a stored workload (JSON)")
+    parser.add_argument(
+        "workload",
+        metavar="WORKLOAD",
+        help="a recorded workload (.workload.json.xz) or a stored workload (JSON)",
+    )
     parser.add_argument(
         "accelerator",
         metavar="ACCELERATOR",
@@ -78,14 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def load_workload(path: Path) -> Workload:
-    data = _parsed(path, json.loads, "JSON")
+    data = _parsed(path, lambda raw: json.loads(decompressed(raw)), "JSON")
     try:
-        return Workload.from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise InputError(
-            f"{path}: not a stored workload (Workload.to_dict form): {detail}"
-        ) from exc
+        return stored_workload(data)
+    except NotAWorkload as exc:
+        raise InputError(f"{path}: {exc}") from exc
 
 
 def load_accelerator(choice: str) -> AcceleratorConfig:
@@ -111,15 +117,19 @@ def load_accelerator(choice: str) -> AcceleratorConfig:
         raise InputError(f"{path}: invalid accelerator: {problems}") from exc
 
 
-def _parsed(path: Path, parse: Callable[[str], Any], language: str) -> Any:
+def _parsed(path: Path, parse: Callable[[bytes], Any], language: str) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise InputError(f"{path}: cannot read it: {exc}") from exc
     try:
-        return parse(text)
+        return parse(raw)
+    except lzma.LZMAError as exc:
+        raise InputError(f"{path}: a broken xz stream: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"

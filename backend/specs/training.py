@@ -1,7 +1,8 @@
 """What a training is: the model, the data and the optimiser.
 
-Shared by the API (validation, OpenAPI docs), the CLI and the worker's training engine. Each
-technique's knobs live in its own folder (backend/techniques/NAME/params.py), built on `Spec`;
+Shared by the API (validation, OpenAPI docs), the CLI and the training engine
+(backend/training). Each technique's knobs live in its own folder
+(backend/techniques/NAME/params.py), built on `Spec`;
 the technique table (backend/specs/techniques.py) makes the spec's union of them.
 """
 

@@ -1,7 +1,8 @@
 """The one small interface every acceleration technique implements.
 
-The training loop calls these hooks; a technique overrides only the ones it needs, so baseline,
-MERCURY, ADA-GP and SparseTrain are one file each and several can run in one training.
+The training loop calls these hooks; a technique overrides only the ones it needs, so several
+can run in one training. Each technique is a folder of backend/techniques/ with one entry point
+(README "Adding a technique"); its subclass of `Technique` is the folder's `training.py`.
 Order within a mini-batch:
 
     start_batch -> runs_backward? -> [per layer: reuse_map, after_forward]

@@ -1,6 +1,6 @@
 """runs.stall_share, runs.iso_area_speedup, runs.iso_area_energy_ratio and runs.iso_area: a run's
 share of cycles spent waiting on DRAM, and its comparison with the best dense designs of no more
-area (worker/sim/iso_area.py) with those designs
+area (backend/sim/iso_area.py) with those designs
 
 A done run's `stall_share` is filled in from its stored cycles. The iso-area figures need the
 simulator: they stay empty for runs done before this revision until they are simulated again.

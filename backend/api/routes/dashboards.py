@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -37,7 +37,7 @@ from backend.api.deps import DbSession
 from backend.api.markdown import render_markdown
 from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters, filtered_runs
-from backend.api.schemas import RunGroup
+from backend.api.schemas import RunGroup, from_row
 from backend.api.security import CurrentUser, hash_token
 from backend.db.models import Dashboard, Run, ShareLink, User
 
@@ -119,12 +119,13 @@ class RenderedText(BaseModel):
 
 
 class DashboardOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: str
     name: str
     owner_id: int | None
     team_id: int | None
     config: dict[str, Any]
-    texts: list[RenderedText]
     created_at: datetime
     updated_at: datetime
     can_edit: bool = Field(description="you may rename it and change its config")
@@ -133,8 +134,16 @@ class DashboardOut(BaseModel):
         "or an owner of its team)"
     )
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def texts(self) -> list[RenderedText]:
+        """its Markdown notes rendered to HTML, each with its place among the charts"""
+        return rendered_texts(self.config)
+
 
 class ShareLinkOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     dashboard_id: str
     created_at: datetime
@@ -158,15 +167,9 @@ class SharedDashboard(BaseModel):
 
 
 def _out(db: Session, user: User, dashboard: Dashboard) -> DashboardOut:
-    return DashboardOut(
-        id=dashboard.id,
-        name=dashboard.name,
-        owner_id=dashboard.owner_id,
-        team_id=dashboard.team_id,
-        config=dashboard.config,
-        texts=rendered_texts(dashboard.config),
-        created_at=dashboard.created_at,
-        updated_at=dashboard.updated_at,
+    return from_row(
+        DashboardOut,
+        dashboard,
         can_edit=can_edit(db, user, dashboard.owner_id, dashboard.team_id),
         can_manage=can_manage(db, user, dashboard),
     )
@@ -286,14 +289,7 @@ def create_share_link(
     db.add(link)
     db.commit()
     db.refresh(link)
-    return NewShareLink(
-        id=link.id,
-        dashboard_id=dashboard.id,
-        created_at=link.created_at,
-        revoked_at=None,
-        token=token,
-        path=f"/shared/{token}",
-    )
+    return from_row(NewShareLink, link, token=token, path=f"/shared/{token}")
 
 
 @router.get(
@@ -306,15 +302,7 @@ def list_share_links(dashboard: ManagedDashboard, db: DbSession) -> list[ShareLi
     links = db.scalars(
         select(ShareLink).where(ShareLink.dashboard_id == dashboard.id).order_by(ShareLink.id)
     )
-    return [
-        ShareLinkOut(
-            id=link.id,
-            dashboard_id=link.dashboard_id,
-            created_at=link.created_at,
-            revoked_at=link.revoked_at,
-        )
-        for link in links
-    ]
+    return [ShareLinkOut.model_validate(link) for link in links]
 
 
 @router.delete(

@@ -28,9 +28,8 @@ from backend.api.schemas import (
     AnnotationsIn,
     ExpansionPreview,
     ExperimentOut,
-    ExperimentProgressOut,
     Page,
-    RunCounts,
+    from_row,
 )
 from backend.api.security import CurrentUser, caller_now
 from backend.db.models import Experiment, Run, Training
@@ -76,21 +75,7 @@ def _check_dataset_paths(spec: ExperimentSpec, expansion: Expansion, data_root: 
 
 
 def _out(experiment: Experiment, counts: dict[str, int], trainings: int = 0) -> ExperimentOut:
-    return ExperimentOut(
-        id=experiment.id,
-        name=experiment.name,
-        status=experiment.status,
-        owner_id=experiment.owner_id,
-        team_id=experiment.team_id,
-        created_at=experiment.created_at,
-        finished_at=experiment.finished_at,
-        spec=experiment.spec,
-        tags=experiment.tags,
-        notes=experiment.notes,
-        run_counts=RunCounts(**counts),
-        total_runs=sum(counts.values()),
-        trainings=trainings,
-    )
+    return from_row(ExperimentOut, experiment, run_counts=counts, trainings=trainings)
 
 
 @router.post("/preview", response_model=ExpansionPreview)
@@ -165,10 +150,13 @@ def _detail(db: Session, experiment: Experiment) -> ExperimentOut:
     trainings = db.scalar(
         select(func.count()).select_from(Training).where(Training.experiment_id == experiment.id)
     )
-    out = _out(experiment, service.run_counts(db, [experiment.id])[experiment.id], trainings or 0)
-    progress = experiment_progress(db, experiment.id)
-    out.progress = ExperimentProgressOut(**vars(progress))
-    return out
+    return from_row(
+        ExperimentOut,
+        experiment,
+        run_counts=service.run_counts(db, [experiment.id])[experiment.id],
+        trainings=trainings or 0,
+        progress=experiment_progress(db, experiment.id),
+    )
 
 
 @router.patch("/{experiment_id}", response_model=ExperimentOut)

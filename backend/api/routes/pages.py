@@ -1,11 +1,19 @@
-"""The dashboard's HTML pages and static files, and Plotly served from the installed package.
+"""The dashboard's HTML pages and static files (Plotly among them, vendored in frontend/vendor/).
 
 Pages are static HTML that read the API from the browser: serving one needs no login (the
-API it calls does). The API's own routes live in their routers beside this one."""
+API it calls does). The API's own routes live in their routers beside this one.
+
+The main navigation is written once, here (`NAV`), and put into each page where the page holds
+an empty `<nav aria-label="main"></nav>`, with the page's own entry marked current: served whole,
+so it shows with the page's first paint and needs no script (the pages' CSP allows none inline).
+A page added to the navigation is one line of `NAV`.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
+from html import escape
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
@@ -18,9 +26,36 @@ PAGES_DIR = FRONTEND_DIR / "pages"
 router = APIRouter()
 
 
+@dataclass(frozen=True)
+class NavLink:
+    href: str
+    label: str
+    page: str  # the page (frontend/pages/PAGE.html) this entry leads to, marked current there
+
+
+NAV = (
+    NavLink("/", "Experiments & runs", "runs"),
+    NavLink("/submit", "Submit", "submit"),
+    NavLink("/dashboards", "Dashboards", "dashboards"),
+    NavLink("/papers", "Papers", "papers"),
+)
+NAV_SLOT = '<nav aria-label="main"></nav>'
+
+
+def navigation(page: str) -> str:
+    """The main navigation as HTML, the entry leading to `page` marked current."""
+    current = ' aria-current="page"'
+    links = "".join(
+        f'<a href="{link.href}"{current if link.page == page else ""}>{escape(link.label)}</a>'
+        for link in NAV
+    )
+    return f'<nav aria-label="main">\n{links}\n</nav>'
+
+
 @cache
 def _page(name: str) -> str:
-    return (PAGES_DIR / f"{name}.html").read_text(encoding="utf-8")
+    html = (PAGES_DIR / f"{name}.html").read_text(encoding="utf-8")
+    return html.replace(NAV_SLOT, navigation(name))
 
 
 def _html(name: str) -> HTMLResponse:

@@ -116,20 +116,7 @@ def columns(_user: CurrentUser) -> list[RunColumnOut]:
     filter by range (`range=`, the sortable numbers) and group by (`/runs/summary?by=`, where
     `groupable`): the run's fields and measures, derived figures, epoch figures over the
     training, and every training, accelerator and technique field."""
-    return [
-        RunColumnOut(
-            key=c.key,
-            label=c.label,
-            group=c.group,
-            kind=c.kind,
-            unit=c.unit,
-            description=c.description,
-            sortable=c.sortable,
-            groupable=c.groupable,
-            in_row=c.in_row,
-        )
-        for c in COLUMNS.values()
-    ]
+    return [RunColumnOut.model_validate(c) for c in COLUMNS.values()]
 
 
 @router.get("/compare", response_model=list[Comparison])

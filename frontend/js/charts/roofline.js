@@ -12,10 +12,11 @@ export function roofOf(accelerator) {
   };
 }
 
+/** A run's point: its ops per DRAM byte, and its ops over its simulated time (`seconds`, the
+ * simulator's total cycles / clock). */
 export function pointOf(run) {
   const ops = 2 * (run.macs_actual ?? 0);
-  const seconds = run.total_cycles / (run.accelerator.clock_mhz * 1e6);
-  return { intensity: ops / run.dram_bytes, performance: ops / seconds };
+  return { intensity: ops / run.dram_bytes, performance: ops / run.seconds };
 }
 
 const ROOFS_IN_LEGEND = 6; // beyond this many accelerators, roofs are named in their hovers only
@@ -25,8 +26,8 @@ export default {
   title: "Roofline: ops and DRAM bytes against the array's peak",
   wide: true,
   build(runs) {
-    const shown = finished(runs).filter((r) => r.total_cycles && r.dram_bytes && r.macs_actual && r.accelerator && r.accelerator.clock_mhz);
-    if (!shown.length) return emptyFigure("no finished runs with cycles and DRAM traffic");
+    const shown = finished(runs).filter((r) => r.seconds && r.dram_bytes && r.macs_actual && r.accelerator && r.accelerator.clock_mhz);
+    if (!shown.length) return emptyFigure("no finished runs with a simulated time and DRAM traffic");
     const points = shown.map((run) => ({ run, ...pointOf(run) }));
     const intensities = points.map((p) => p.intensity);
     const lo = Math.min(...intensities) / 10;

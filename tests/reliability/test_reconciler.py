@@ -87,6 +87,7 @@ def test_the_wait_before_a_re_send_doubles_up_to_the_cap() -> None:
     assert resend_wait(1, 60, 10) == 60  # a cap below the interval does not shorten it
 
 
+@pytest.mark.slow  # starts a worker
 def test_a_training_never_sent_is_dispatched_by_a_pass_and_then_trains_once(
     tmp_path: Path,
 ) -> None:

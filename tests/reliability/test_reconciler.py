@@ -11,6 +11,7 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update

@@ -20,14 +20,14 @@ from tests.reliability.chaos import Worker, child_pids, poll
 
 SPEC = {
     "name": "kill me",
-    # 2 x 100 batches of LeNet-5: seconds on a quiet machine, so a progress write (one a second)
+    # 2 x 600 batches of LeNet-5: seconds on a quiet machine, so a progress write (one a second)
     # shows each training in its first half, where the kill must land (see the wait below).
     "training": {
         "model": "lenet5",
         "dataset": "mnist",
         "epochs": 2,
         "batch_size": 32,
-        "train_samples": 3200,
+        "train_samples": 19200,
         "test_samples": 800,
     },
     "techniques": [{"name": "sparsetrain"}],

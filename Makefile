@@ -2,7 +2,7 @@
 VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install run test lint format
+.PHONY: install run test test-fast lint format
 
 install:
 	./scripts/install.sh
@@ -16,6 +16,10 @@ test: install
 	ruff check .
 	ruff format --check .
 	pytest
+
+## The tests that need no PostgreSQL, Redis, server, worker or browser (tests/tiers.py): minutes.
+test-fast: install
+	pytest -m "not slow"
 
 format:
 	ruff format .

@@ -1,14 +1,20 @@
-"""Fixtures that give tests real services: a fresh PostgreSQL database, a Redis db, free ports."""
+"""Fixtures that give tests real services: a fresh PostgreSQL database, a Redis db, free ports.
+
+Also the session's housekeeping: the test tiers (tests/tiers.py) are marked and guarded here, and
+the caches numba and Hypothesis would write into the checkout go to a temporary folder instead.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +25,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from backend.settings import Settings
+from tests.tiers import FastTierGuard, mark_slow_tests, require_slow
 
 ROOT = Path(__file__).resolve().parents[1]
 POSTGRES_ADMIN_URL = os.environ.get(
@@ -26,11 +33,48 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("ORRERY_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 ORRERY_BIN = str(Path(sys.executable).parent / "orrery")
+FAST_TIER_GUARD = FastTierGuard(
+    service_ports={make_url(POSTGRES_ADMIN_URL).port or 5432, make_url(REDIS_URL).port or 6379}
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Send numba's compiled-code cache and Hypothesis's example database and caches to a folder
+    of this session, for the test process and (through the environment) every process it starts.
+    numba reads NUMBA_CACHE_DIR when first imported, which no module imported so far has done."""
+    scratch = Path(tempfile.mkdtemp(prefix="orrery-tests-"))
+    config.add_cleanup(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(scratch / "numba"))
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(scratch / "hypothesis"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_slow_tests(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with FAST_TIER_GUARD.watch(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    with FAST_TIER_GUARD.watch(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    with FAST_TIER_GUARD.watch(item):
+        return (yield)
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A brand-new, empty PostgreSQL database, dropped afterwards."""
+    require_slow(request.node, "PostgreSQL")
     name = f"orrery_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
@@ -57,6 +58,7 @@ def test_openapi_docs_are_served(embedded_settings: Settings) -> None:
     assert docs.status_code == 200
 
 
+@pytest.mark.slow  # starts `orrery serve`
 def test_orrery_serve_answers_health_with_no_external_server(tmp_path: Path) -> None:
     with embedded_server(tmp_path / "data") as server:
         response = httpx.get(f"{server.url}/api/v1/health")

@@ -139,7 +139,7 @@ def test_the_chain_has_one_head() -> None:
     assert len(scripts.get_bases()) == 1
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """An empty database of each kind the migrations must serve."""
     if request.param == "sqlite":

@@ -43,7 +43,7 @@ def worker_env(settings: Settings, redis_db_url: str, data_dir: Path) -> dict[st
     )
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=[pytest.param("postgresql", marks=pytest.mark.slow), "sqlite"])
 def any_database(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[tuple[TestClient, str]]:

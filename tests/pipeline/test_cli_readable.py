@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from backend.numbers import format_estimate, format_value
@@ -20,6 +21,8 @@ from tests.conftest import ORRERY_BIN, embedded_server, start_worker, stop_proce
 from tests.pipeline.conftest import TINY_TRAINING
 from tests.pipeline.test_end_to_end import orrery
 from tests.pipeline.test_run_groups import t_quantile_by_integration
+
+pytestmark = pytest.mark.slow  # starts `orrery serve` and a worker
 
 SPEC = {
     "name": "cli summary",

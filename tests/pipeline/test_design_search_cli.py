@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from backend.numbers import format_value
 from tests.conftest import embedded_server
 from tests.pipeline.test_design_search import SEARCH, SPEC
 from tests.pipeline.test_end_to_end import orrery
+
+pytestmark = pytest.mark.slow  # starts `orrery serve`
 
 
 def test_cli_search_then_front(tmp_path: Path) -> None:

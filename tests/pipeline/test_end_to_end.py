@@ -6,12 +6,15 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
 
 from backend.settings import Settings
 from tests.conftest import ORRERY_BIN, embedded_server, start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING, worker_env
+
+pytestmark = pytest.mark.slow  # starts `orrery serve` and workers
 
 SWEEP = {
     "name": "end to end",

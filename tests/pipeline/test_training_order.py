@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -17,6 +18,8 @@ from backend.settings import Settings
 from tests.conftest import embedded_server, start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING, worker_env
 from tests.reliability.chaos import poll
+
+pytestmark = pytest.mark.slow  # starts `orrery serve` and a worker
 
 SEEDS = [0, 1, 2]
 SPEC = {

@@ -20,8 +20,16 @@ from tests.reliability.chaos import Worker, child_pids, poll
 
 SPEC = {
     "name": "kill me",
-    # Long enough (tens of seconds) that the kill always lands mid-training on a quiet machine.
-    "training": {"model": "lenet5", "dataset": "mnist", "epochs": 2, "batch_size": 32},
+    # 2 x 600 batches of LeNet-5: seconds on a quiet machine, so a progress write (one a second)
+    # shows each training in its first half, where the kill must land (see the wait below).
+    "training": {
+        "model": "lenet5",
+        "dataset": "mnist",
+        "epochs": 2,
+        "batch_size": 32,
+        "train_samples": 19200,
+        "test_samples": 800,
+    },
     "techniques": [{"name": "sparsetrain"}],
     "accelerators": ["edge", "eyeriss-like"],
 }
@@ -58,9 +66,13 @@ def test_sigkilled_worker_process_is_redelivered_once(
         assert response.status_code == 201, response.text
 
         def first_training_under_way() -> Training | None:
+            """A training seen in its first half (a training too quick to be seen there fails
+            the wait rather than letting the kill land in its simulations)."""
             with session_scope(url) as db:
                 return db.scalar(
-                    select(Training).where(Training.status == "running", Training.progress > 0.05)
+                    select(Training).where(
+                        Training.status == "running", Training.progress.between(0.05, 0.5)
+                    )
                 )
 
         try:

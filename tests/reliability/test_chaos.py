@@ -35,6 +35,8 @@ from tests.reliability.chaos import (
 from tests.reliability.services import OwnPostgres, OwnRedis, running_postgres
 from tests.reliability.test_postgres_restart import create_database
 
+pytestmark = pytest.mark.slow  # starts workers, Redis, PostgreSQL and `orrery serve`
+
 EPOCHS = 30
 SPEC = {
     "name": "chaos",

@@ -11,6 +11,7 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
@@ -87,6 +88,7 @@ def test_the_wait_before_a_re_send_doubles_up_to_the_cap() -> None:
     assert resend_wait(1, 60, 10) == 60  # a cap below the interval does not shorten it
 
 
+@pytest.mark.slow  # starts a worker
 def test_a_training_never_sent_is_dispatched_by_a_pass_and_then_trains_once(
     tmp_path: Path,
 ) -> None:

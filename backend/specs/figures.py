@@ -9,8 +9,9 @@ without any technique), declared here, and those a technique measures, declared 
 and per layer in `per_layer`); the API, the charts and the paper check list them from
 `EPOCH_FIGURES` (backend/specs/techniques.py).
 
-Adding a measure is its declaration below, the line of the simulator (or of the area model,
-backend/sim/area.py) that computes it, and a migration adding its column; adding an epoch figure
+Adding a measure is its declaration below, the model that computes it (the simulator's, or the
+area model, backend/sim/area.py), the simulator phase that emits its column, a migration adding
+its column and its test: README.md, "Adding a figure", walks through it. Adding an epoch figure
 is its declaration and the code that measures it.
 """
 

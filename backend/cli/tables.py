@@ -1,6 +1,6 @@
 """The tables the client commands print: runs (`orrery runs`, `submit --wait`, `wait`), one run
 in full (`orrery show`), runs against their baselines (`orrery compare`) and an experiment's
-design points over seeds (`orrery summary`).
+design points over seeds (`orrery summary`, in as many tables as the terminal's width needs).
 
 Model: each takes the server's JSON answer (dicts, as the API returns them) and builds rich
 tables, every number written by backend/numbers.py (the dashboard's rules); a missing figure
@@ -11,16 +11,22 @@ learn is flagged in the accuracy cell rather than in a column of its own.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
 
 from backend.cli.output import console
 from backend.numbers import format_estimate, format_value
-from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, SUMMARISED
+from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, SUMMARISED, Measure
 from backend.specs.techniques import EPOCH_FIGURES
 
 LEFT_COLUMNS = ("technique", "model", "dataset", "accelerator", "status", "reason")
+# A summary table's width for naming its design points, and for each figure ("1.222 ± 0.095 M
+# cycles" and its borders), in characters.
+DESCRIBING_WIDTH = 70
+FIGURE_WIDTH = 25
 
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
@@ -59,9 +65,11 @@ def _accuracy_cell(run: dict[str, Any]) -> str:
 
 
 def _lower_first(label: str) -> str:
-    """A declared figure's label as the tables write headers: 'Energy ratio' -> 'energy ratio',
-    'DRAM' and 'MACs actual' as they are."""
-    return label if label[1:2].isupper() else label[:1].lower() + label[1:]
+    """A declared figure's label as the tables write headers: 'Energy ratio' -> 'energy ratio';
+    'DRAM', 'MACs actual' and 'Δ accuracy' as they are."""
+    if label[1:2].isupper() or not label[:1].isascii():
+        return label
+    return label[:1].lower() + label[1:]
 
 
 def _leaves(data: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -178,18 +186,27 @@ def _estimate_cell(estimate: dict[str, Any] | None, unit: str) -> str:
     return format_estimate(estimate["mean"], half, unit)
 
 
-def summary_table(groups: list[dict[str, Any]]) -> Table:
-    """One row per design point (runs equal but for the seed): each figure as its mean ± the
-    half-width of its 95% Student-t interval over seeds."""
-    table = Table(
-        caption="mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy paired "
-        "with each seed's own baseline",
-        caption_justify="left",
+def summary_tables(groups: list[dict[str, Any]], width: int) -> list[Table]:
+    """One row per design point (runs equal but for the seed): each summarised figure as its
+    mean ± the half-width of its 95% Student-t interval over seeds. The figures are spread over
+    as many tables as a terminal `width` characters wide needs, each naming the design points."""
+    fit = max(1, (width - DESCRIBING_WIDTH) // FIGURE_WIDTH)
+    per_table = math.ceil(len(SUMMARISED) / math.ceil(len(SUMMARISED) / fit))  # tables alike
+    parts = [SUMMARISED[i : i + per_table] for i in range(0, len(SUMMARISED), per_table)]
+    tables = [_summary_table(groups, part) for part in parts]
+    tables[-1].caption = (
+        "mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy paired with "
+        "each seed's own baseline"
     )
+    return tables
+
+
+def _summary_table(groups: list[dict[str, Any]], figures: Sequence[Measure]) -> Table:
+    table = Table(caption_justify="left")
     for header in ("technique", "accelerator", "swept values", "compared with", "seeds"):
         table.add_column(header, no_wrap=header != "swept values", overflow="fold")
     # Narrow terminals wrap a figure at its spaces ("171.0 ±" over "5.5 µJ"), never cut it.
-    for measure in SUMMARISED:
+    for measure in figures:
         table.add_column(_lower_first(measure.label), justify="right", overflow="fold")
     for group in groups:
         swept = ", ".join(
@@ -201,7 +218,7 @@ def summary_table(groups: list[dict[str, Any]]) -> Table:
             swept or "–",
             "itself" if group["is_baseline"] else f"{group['baseline_hardware']} baseline",
             f"{group['done']} of {len(group['run_ids'])}",
-            *(_estimate_cell(group.get(m.key), m.display_unit) for m in SUMMARISED),
+            *(_estimate_cell(group.get(m.key), m.display_unit) for m in figures),
         )
     return table
 

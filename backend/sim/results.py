@@ -8,6 +8,7 @@ whole training: the GEMM's per-execution cost times its executions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, make_dataclass
 from functools import cached_property
 from typing import Any
@@ -21,7 +22,7 @@ ENERGY_LEVELS = ("mac", "register", "sram", "dram")
 
 # Every layer-pass measure (backend/specs/figures.py) is a column of the same name, and a
 # field of each row and of the totals; its run total is the sum or the largest of its rows, or
-# derived from other totals (`_derived_totals`). Beside them, the simulator's own columns: the
+# derived from other totals (`DERIVED_TOTALS`). Beside them, the simulator's own columns: the
 # cycle and MAC parts the measures are made of, and the traffic and energy by operand and level,
 # each summed into the totals.
 OWN_COLUMNS = (
@@ -37,6 +38,19 @@ OWN_COLUMNS = (
 COLUMNS = (*(m.key for m in LAYER_MEASURES), *OWN_COLUMNS)
 SUMMED_COLUMNS = (*(m.key for m in LAYER_MEASURES if m.total == "sum"), *OWN_COLUMNS)
 LARGEST_COLUMNS = tuple(m.key for m in LAYER_MEASURES if m.total == "max")
+
+# The run total of each layer-pass measure declared total="derived", from the other totals and
+# the array's PEs.
+DERIVED_TOTALS: dict[str, Callable[[dict[str, float], int], float]] = {
+    "energy_pj": lambda t, pes: sum(t[f"energy_{level}_pj"] for level in ENERGY_LEVELS),
+    "utilization": lambda t, pes: (
+        t["array_macs"] / (pes * t["total_cycles"]) if t["total_cycles"] else 0.0
+    ),
+    "mapping_efficiency": lambda t, pes: (
+        t["mapped_pe_cycles"] / t["array_cycles"] if t["array_cycles"] else 0.0
+    ),
+}
+assert set(DERIVED_TOTALS) == {m.key for m in LAYER_MEASURES if m.total == "derived"}
 
 # One float field per layer-pass measure, in their declared order.
 _MeasureFields = make_dataclass("_MeasureFields", [(m.key, float) for m in LAYER_MEASURES])
@@ -116,7 +130,7 @@ class SimulationResult:
         columns = self.columns
         totals = {name: float(columns[name].sum()) for name in SUMMED_COLUMNS}
         totals |= {name: float(columns[name].max(initial=0.0)) for name in LARGEST_COLUMNS}
-        totals |= _derived_totals(totals, self.pes)
+        totals |= {name: total(totals, self.pes) for name, total in DERIVED_TOTALS.items()}
         seconds = totals["total_cycles"] / (self.clock_mhz * 1e6)
         return TrainingTotals(
             seconds=seconds,
@@ -136,16 +150,6 @@ class SimulationResult:
             "layers": [asdict(row) for row in self.layers],
             "totals": asdict(self.totals),
         }
-
-
-def _derived_totals(totals: dict[str, float], pes: int) -> dict[str, float]:
-    """The run totals of the measures declared `total="derived"`, from the summed columns."""
-    cycles, array_cycles = totals["total_cycles"], totals["array_cycles"]
-    return {
-        "energy_pj": sum(totals[f"energy_{lv}_pj"] for lv in ENERGY_LEVELS),
-        "utilization": totals["array_macs"] / (pes * cycles) if cycles else 0.0,
-        "mapping_efficiency": totals["mapped_pe_cycles"] / array_cycles if array_cycles else 0.0,
-    }
 
 
 def _figures(c: dict[str, float]) -> dict[str, Any]:

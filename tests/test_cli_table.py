@@ -1,4 +1,4 @@
-"""`orrery runs` flags runs that did not learn."""
+"""`orrery runs` flags runs that did not learn; `show` and `summary` write the declared figures."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import pytest
 from rich.console import Console
 
 from backend.cli import tables as cli
+from backend.numbers import format_estimate
+from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, SUMMARISED
+
+DESCRIBING = ("technique", "accelerator", "swept values", "compared with", "seeds")
 
 
 def run_row(run_id: int, accuracy: float, did_not_learn: bool | None) -> dict[str, object]:
@@ -57,3 +61,56 @@ def test_runs_and_show_give_time_and_area(monkeypatch: pytest.MonkeyPatch) -> No
     shown = captured.get()
     assert "12.3 ms for the training, 246 µs a step" in shown
     assert "8.36 mm² (45 nm)" in shown
+
+
+def test_the_summary_spreads_every_summarised_figure_over_tables_that_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    group = {
+        "technique": "mercury", "accelerator_name": "edge", "params": {"seed": 0},
+        "is_baseline": False, "baseline_hardware": "dense", "done": 2, "run_ids": [1, 2],
+        **{m.key: {"mean": 1.5, "ci_low": 1.0, "ci_high": 2.0, "n": 2} for m in SUMMARISED},
+    }  # fmt: skip
+    for width in (100, 200, 10_000):
+        monkeypatch.setattr(cli, "console", Console(width=width))
+        tables = cli.summary_tables([group], width)
+        headers = [c.header for t in tables for c in t.columns if c.header not in DESCRIBING]
+        assert headers == [cli._lower_first(m.label) for m in SUMMARISED]
+        with cli.console.capture() as captured:
+            for table in tables:
+                cli.console.print(table)
+        text = captured.get()
+        for measure in SUMMARISED:  # every figure whole on its line, never folded
+            assert format_estimate(1.5, 0.5, measure.display_unit) in text, measure.key
+        assert text.count("mercury") == len(tables)
+    assert len(cli.summary_tables([group], 10_000)) == 1
+    assert len(cli.summary_tables([group], 100)) > len(cli.summary_tables([group], 200)) > 1
+    assert "Δ accuracy" in [c.header for t in cli.summary_tables([group], 200) for c in t.columns]
+
+
+def test_show_writes_every_declared_run_and_layer_measure(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "console", Console(width=400))
+    layer = {"layer": "fc", "training_pass": "fwd", "role": "compute"}
+    layer |= {m.key: 0.25 for m in LAYER_MEASURES}
+    detail = run_row(7, 0.97, False) | {m.key: 0.25 for m in RUN_MEASURES} | {
+        "experiment_id": 1, "seed": 0, "is_baseline": True, "baseline_run_id": None,
+        "baseline_hardware": "dense", "training_config": {}, "technique_params": [],
+        "accelerator_config": {}, "layers": [layer], "epochs": [], "accuracy": 0.97,
+    }  # fmt: skip
+    summary, *_, layers = cli.run_tables(detail)
+    with cli.console.capture() as captured:
+        cli.console.print(summary)
+    text = captured.get()
+    # Those not written together with others (cycles, time, MACs) each have a row of their own.
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in text.splitlines()
+        if "│" in line
+    }
+    assert rows["loss"] == "0.250"
+    assert rows["stall share"] == "25.0%"
+    assert rows["iso-area speedup"] == "0.250×"
+    assert rows["cycles"] == "0.250 cycles (0.250 cycles stall)"  # together, not again alone
+    assert "total cycles" not in rows and "seconds" not in rows
+    headers = [c.header for c in layers.columns][3:]
+    assert headers == [cli._lower_first(m.label) for m in LAYER_MEASURES]

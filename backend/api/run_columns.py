@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,7 +33,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from backend.api.schemas import RunOut
 from backend.db.models import EpochMetric, Run
 from backend.specs.accelerator import AcceleratorConfig
-from backend.specs.figures import RUN_MEASURES
+from backend.specs.figures import RUN_FIGURES
 from backend.specs.techniques import EPOCH_FIGURES, TECHNIQUES
 from backend.specs.training import TrainingConfig
 
@@ -84,15 +84,6 @@ def _seconds_sqlite(element: _Seconds, compiler: Any, **kw: Any) -> str:
 def _seconds_postgresql(element: _Seconds, compiler: Any, **kw: Any) -> str:
     end, start = (compiler.process(c, **kw) for c in element.clauses)
     return f"EXTRACT(EPOCH FROM ({end} - {start}))"
-
-
-def _label(key: str) -> str:
-    """A measure's key for people: 'dram_bytes' -> 'DRAM', 'macs_actual' -> 'MACs actual'."""
-    words = {"pj": None, "bytes": None, "mm2": None, "macs": "MACs", "dram": "DRAM"}
-    parts = [words.get(p, p) for p in key.split("_")]
-    text = " ".join(p for p in parts if p)
-    text = text.replace("seconds per step", "time a step").replace("seconds", "time")
-    return text[:1].upper() + text[1:]
 
 
 def _field_kind(annotation: Any) -> Kind | type[BaseModel] | None:
@@ -175,9 +166,28 @@ def _technique_columns() -> Iterator[RunColumn]:
             )
 
 
-def _baseline_accuracy() -> Any:
+def derived_figures(of_baseline: Callable[[str], Any]) -> dict[str, Any]:
+    """The SQL of each figure declared `stored=False` (backend/specs/figures.py);
+    `of_baseline(key)` is a stored column of the run's baseline (a baseline run's own)."""
+    return {
+        "accuracy_delta": Run.accuracy - of_baseline("accuracy"),
+        "baseline_stall_share": of_baseline("stall_share"),
+        "energy_delay": Run.energy_pj * Run.seconds,  # pJ·s
+        "duration": case((Run.status == "done", _Seconds(Run.finished_at, Run.started_at))),
+        "dram_words": cast(Run.dram_bytes, Float)
+        / func.nullif(Run.accelerator_config["word_bytes"].as_float(), 0),
+    }
+
+
+def _of_baseline(key: str) -> Any:
+    """A stored column of the run's baseline, read by a subquery; a baseline run's own."""
     baseline = aliased(Run)
-    return select(baseline.accuracy).where(baseline.id == Run.baseline_run_id).scalar_subquery()
+    of_baseline = select(getattr(baseline, key)).where(baseline.id == Run.baseline_run_id)
+    return case((Run.is_baseline, getattr(Run, key)), else_=of_baseline.scalar_subquery())
+
+
+DERIVED = derived_figures(_of_baseline)
+assert set(DERIVED) == {m.key for m in RUN_FIGURES if not m.stored}, set(DERIVED)
 
 
 RUN_FIELDS: dict[str, tuple[str, Kind]] = {
@@ -203,25 +213,12 @@ def _all_columns() -> Iterator[RunColumn]:
             key, label, "run", kind, "%" if key == "progress" else "", "",
             None if key in UNSORTED_FIELDS else getattr(Run, key), in_row=True,
         )  # fmt: skip
-    for measure in RUN_MEASURES:
+    for measure in RUN_FIGURES:
+        expression = getattr(Run, measure.key) if measure.stored else DERIVED[measure.key]
         yield RunColumn(
-            measure.key, _label(measure.key), "figure", "number", measure.display_unit,
-            measure.description, getattr(Run, measure.key), in_row=True,
+            measure.key, measure.label, "figure", "number", measure.display_unit,
+            measure.description, expression, in_row=measure.stored,
         )  # fmt: skip
-    done = Run.status == "done"
-    derived = (
-        ("accuracy_delta", "Δ accuracy", "pt", "accuracy - its baseline's accuracy (same seed)",
-         Run.accuracy - case((Run.is_baseline, Run.accuracy), else_=_baseline_accuracy())),
-        ("duration", "Duration", "s", "wall-clock time from start to finish",
-         case((done, _Seconds(Run.finished_at, Run.started_at)))),
-        ("dram_words", "DRAM words", "words", "DRAM traffic in the accelerator's words",
-         cast(Run.dram_bytes, Float)
-         / func.nullif(Run.accelerator_config["word_bytes"].as_float(), 0)),
-        ("energy_delay", "EDP", "pJ·s", "energy-delay product: energy (pJ) x time (s)",
-         Run.energy_pj * Run.seconds),
-    )  # fmt: skip
-    for key, label, unit, description, expression in derived:
-        yield RunColumn(key, label, "figure", "number", unit, description, expression)
     owner = {figure.key: entry.label for entry in TECHNIQUES for figure in entry.figures}
     for figure in EPOCH_FIGURES:
         over = "last epoch" if figure.over_training == "last" else "mean over epochs"

@@ -30,9 +30,11 @@ from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.groups import estimate_from
 from backend.api.access import Viewer
+from backend.api.run_columns import derived_figures
 from backend.api.run_query import RunFilters, filtered_runs
 from backend.api.schemas import EstimateOut, RunGroup
 from backend.db.models import Run
+from backend.specs.figures import SUMMARISED
 
 DESCRIBING = (
     Run.id,
@@ -44,37 +46,22 @@ DESCRIBING = (
     Run.baseline_hardware,
     Run.params,
 )
-METRICS = (
-    "accuracy", "accuracy_delta", "speedup", "energy_ratio",
-    "seconds", "seconds_per_step", "energy_pj", "energy_delay", "area_mm2",
-    "stall_share", "baseline_stall_share", "iso_area_speedup", "iso_area_energy_ratio",
-)  # fmt: skip
+METRICS = tuple(measure.key for measure in SUMMARISED)
 
 # A finished run's id where it has iso-area designs (NULL otherwise): each group's first is read.
 ISO_AREA_RUN = case((and_(Run.status == "done", Run.iso_area_speedup.is_not(None)), Run.id))
 
 
 def _metric_values(baseline: Any) -> dict[str, ColumnElement[Any]]:
-    """Each metric of a finished run (NULL for the others); `baseline` is the run's baseline,
-    for the accuracy delta and the baseline's stall share: a baseline run is its own reference
-    (delta 0)."""
+    """Each summarised figure of a finished run (NULL for the others); `baseline` is the run's
+    baseline, joined, for the derived ones (a baseline run is its own reference: its accuracy
+    delta is 0)."""
     done = Run.status == "done"
-    reference_accuracy = case((Run.is_baseline, Run.accuracy), else_=baseline.accuracy)
-    reference_stalls = case((Run.is_baseline, Run.stall_share), else_=baseline.stall_share)
+    derived = derived_figures(
+        lambda key: case((Run.is_baseline, getattr(Run, key)), else_=getattr(baseline, key))
+    )
     return {
-        "accuracy": case((done, Run.accuracy)),
-        "accuracy_delta": case((done, Run.accuracy - reference_accuracy)),
-        "speedup": case((done, Run.speedup)),
-        "energy_ratio": case((done, Run.energy_ratio)),
-        "seconds": case((done, Run.seconds)),
-        "seconds_per_step": case((done, Run.seconds_per_step)),
-        "energy_pj": case((done, Run.energy_pj)),
-        "energy_delay": case((done, Run.energy_pj * Run.seconds)),  # pJ·s
-        "area_mm2": case((done, Run.area_mm2)),
-        "stall_share": case((done, Run.stall_share)),
-        "baseline_stall_share": case((done, reference_stalls)),
-        "iso_area_speedup": case((done, Run.iso_area_speedup)),
-        "iso_area_energy_ratio": case((done, Run.iso_area_energy_ratio)),
+        m.key: case((done, getattr(Run, m.key) if m.stored else derived[m.key])) for m in SUMMARISED
     }
 
 

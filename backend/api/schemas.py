@@ -8,7 +8,7 @@ under its key, with its description and unit.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, Measure
+from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, SUMMARISED, Measure
 from backend.specs.techniques import EPOCH_FIGURES
 
 T = TypeVar("T")
@@ -287,13 +287,26 @@ class FigureOut(BaseModel):
 
 
 class MeasureOut(BaseModel):
-    """A figure stored as a column of its own: per run, per layer-pass, or both."""
+    """A figure a run (or one layer-pass of it) is judged by, as backend/specs/figures.py
+    declares it: stored as a column of its own, or derived from stored ones."""
 
     key: str
-    unit: str
+    label: str = Field(description="its name for people")
+    unit: str = Field(description="the unit it is stored in ('' a ratio or a fraction)")
+    display_unit: str = Field(
+        description="the unit it is written in (backend/numbers.py): '×' a ratio, '%' a "
+        "fraction in per cent, 'pt' a difference of fractions, else `unit`"
+    )
     description: str
     per_run: bool
     per_layer: bool
+    stored: bool = Field(description="a column of its own; else computed from stored ones")
+    total: Literal["sum", "max", "derived"] = Field(
+        description="a layer-pass measure's run total: the sum or the largest of the "
+        "layer-passes' values, or derived from other totals"
+    )
+    summarised: bool = Field(description="shown by the group summaries (mean over runs)")
+    higher_is_better: bool
 
 
 class FiguresOut(BaseModel):
@@ -369,8 +382,9 @@ class EstimateOut(BaseModel):
     ci_high: float | None = Field(description="95% Student-t interval of the mean, high end")
 
 
-class RunGroup(BaseModel):
-    """Runs whose everything but the seed is equal, with each metric's mean and 95% interval."""
+class _RunGroup(BaseModel):
+    """Runs whose everything but the seed is equal, with each summarised figure's mean and 95%
+    interval (the fields of `RunGroup`, one per figure declared `summarised`)."""
 
     key: str = Field(description="the group key (also the `group` column of the export)")
     technique: str
@@ -384,42 +398,19 @@ class RunGroup(BaseModel):
     seeds: list[int]
     done: int = Field(description="finished runs")
     did_not_learn: int = Field(description="runs flagged 'did not learn'")
-    accuracy: EstimateOut | None
-    accuracy_delta: EstimateOut | None = Field(
-        description="run accuracy - its own baseline's accuracy (same seed), paired by seed"
-    )
-    speedup: EstimateOut | None
-    energy_ratio: EstimateOut | None
-    seconds: EstimateOut | None = Field(
-        None, description="the training's time on the accelerator, s (cycles / clock)"
-    )
-    seconds_per_step: EstimateOut | None = Field(None, description="time per training step, s")
-    energy_pj: EstimateOut | None = Field(None, description="the training's energy, pJ")
-    energy_delay: EstimateOut | None = Field(
-        None, description="energy-delay product of the training: energy_pj x seconds, pJ·s"
-    )
-    area_mm2: EstimateOut | None = Field(None, description="accelerator area at 45 nm, mm²")
-    stall_share: EstimateOut | None = Field(
-        None, description="stall cycles / total cycles: the share spent waiting on DRAM"
-    )
-    baseline_stall_share: EstimateOut | None = Field(
-        None, description="the stall share of each run's baseline (a baseline's own)"
-    )
-    iso_area_speedup: EstimateOut | None = Field(
-        None,
-        description="time of the fastest dense design of equal or smaller area / run time "
-        "(technique runs)",
-    )
-    iso_area_energy_ratio: EstimateOut | None = Field(
-        None,
-        description="run energy / energy of the lowest-energy dense design of equal or smaller "
-        "area (technique runs)",
-    )
     iso_area: IsoAreaOut | None = Field(
         None,
         description="the dense designs of the group's first run that has them (its seeds share "
         "the area budget, and a dense design costs their baselines' trainings alike)",
     )
+
+
+RunGroup = create_model(
+    "RunGroup",
+    __base__=_RunGroup,
+    __doc__=_RunGroup.__doc__,
+    **{m.key: (EstimateOut | None, Field(None, description=_described(m))) for m in SUMMARISED},  # type: ignore[call-overload]
+)
 
 
 class ParetoPoint(BaseModel):

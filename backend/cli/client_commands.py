@@ -23,7 +23,7 @@ import typer
 import yaml
 
 from backend.cli.output import console, fail
-from backend.cli.tables import comparison_table, print_runs, run_tables, summary_table
+from backend.cli.tables import comparison_table, print_runs, run_tables, summary_tables
 from backend.client import ApiError, OrreryClient
 from backend.numbers import format_value
 from backend.settings import get_settings
@@ -257,7 +257,8 @@ def summary(
     if as_json:
         print_json(groups)
         return
-    console.print(summary_table(groups))
+    for table in summary_tables(groups, console.width):
+        console.print(table)
 
 
 def cancel(

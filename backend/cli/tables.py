@@ -1,6 +1,6 @@
 """The tables the client commands print: runs (`orrery runs`, `submit --wait`, `wait`), one run
 in full (`orrery show`), runs against their baselines (`orrery compare`) and an experiment's
-design points over seeds (`orrery summary`).
+design points over seeds (`orrery summary`, in as many tables as the terminal's width needs).
 
 Model: each takes the server's JSON answer (dicts, as the API returns them) and builds rich
 tables, every number written by backend/numbers.py (the dashboard's rules); a missing figure
@@ -11,15 +11,22 @@ learn is flagged in the accuracy cell rather than in a column of its own.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
 
 from backend.cli.output import console
 from backend.numbers import format_estimate, format_value
+from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES, SUMMARISED, Measure
 from backend.specs.techniques import EPOCH_FIGURES
 
 LEFT_COLUMNS = ("technique", "model", "dataset", "accelerator", "status", "reason")
+# A summary table's width for naming its design points, and for each figure ("1.222 ± 0.095 M
+# cycles" and its borders), in characters.
+DESCRIBING_WIDTH = 70
+FIGURE_WIDTH = 25
 
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
@@ -57,6 +64,14 @@ def _accuracy_cell(run: dict[str, Any]) -> str:
     return f"[red]{text} did not learn[/]" if run.get("did_not_learn") else text
 
 
+def _lower_first(label: str) -> str:
+    """A declared figure's label as the tables write headers: 'Energy ratio' -> 'energy ratio';
+    'DRAM', 'MACs actual' and 'Δ accuracy' as they are."""
+    if label[1:2].isupper() or not label[:1].isascii():
+        return label
+    return label[:1].lower() + label[1:]
+
+
 def _leaves(data: Any, prefix: str = "") -> list[tuple[str, str]]:
     """(dotted path, value) of every leaf of a stored setting, lists written whole."""
     if isinstance(data, dict):
@@ -92,20 +107,34 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
         ("model / data", f"{run['model']} on {run['dataset']}, seed {run['seed']}"),
         ("accelerator", run["accelerator_name"]),
         ("compared with", baseline),
-        ("accuracy", _accuracy_cell(run)),
-        ("speedup", format_value(run["speedup"], "×")),
-        ("energy ratio", format_value(run["energy_ratio"], "×")),
-        ("cycles", f"{format_value(run['total_cycles'], 'cycles')} "
-         f"({format_value(run.get('stall_cycles'), 'cycles')} stall)"),
-        ("time", f"{format_value(run.get('seconds'), 's')} for the training, "
-         f"{format_value(run.get('seconds_per_step'), 's')} a step"),
-        ("energy", format_value(run["energy_pj"], "pJ")),
-        ("DRAM traffic", format_value(run.get("dram_bytes"), "bytes")),
-        ("area", f"{format_value(run.get('area_mm2'), 'mm²')} (45 nm)"),
-        ("MACs actual / algorithmic", f"{format_value(run['macs_actual'], 'MACs')} / "
-         f"{format_value(run['macs_algorithmic'], 'MACs')} "
-         f"(overhead {format_value(run['macs_overhead'], 'MACs')})"),
     ]  # fmt: skip
+    # The run's figures: these rows (each with the measures it writes, some best read together
+    # on one row), then every other declared run measure on a row of its own.
+    written = [
+        (("accuracy",), "accuracy", _accuracy_cell(run)),
+        (("speedup",), "speedup", format_value(run.get("speedup"), "×")),
+        (("energy_ratio",), "energy ratio", format_value(run.get("energy_ratio"), "×")),
+        (("total_cycles", "stall_cycles"), "cycles",
+         f"{format_value(run.get('total_cycles'), 'cycles')} "
+         f"({format_value(run.get('stall_cycles'), 'cycles')} stall)"),
+        (("seconds", "seconds_per_step"), "time",
+         f"{format_value(run.get('seconds'), 's')} for the training, "
+         f"{format_value(run.get('seconds_per_step'), 's')} a step"),
+        (("energy_pj",), "energy", format_value(run.get("energy_pj"), "pJ")),
+        (("dram_bytes",), "DRAM traffic", format_value(run.get("dram_bytes"), "bytes")),
+        (("area_mm2",), "area", f"{format_value(run.get('area_mm2'), 'mm²')} (45 nm)"),
+        (("macs_actual", "macs_algorithmic", "macs_overhead"), "MACs actual / algorithmic",
+         f"{format_value(run.get('macs_actual'), 'MACs')} / "
+         f"{format_value(run.get('macs_algorithmic'), 'MACs')} "
+         f"(overhead {format_value(run.get('macs_overhead'), 'MACs')})"),
+    ]  # fmt: skip
+    shown = {key for keys, _, _ in written for key in keys}
+    rows += [(label, text) for _, label, text in written]
+    rows += [
+        (_lower_first(m.label), format_value(run.get(m.key), m.display_unit))
+        for m in RUN_MEASURES
+        if m.key not in shown
+    ]
     tables = [_fields(f"run {run['id']}: {run['technique']}", rows)]
     tables.append(_fields("training", _leaves(run["training_config"])))
     for params in run["technique_params"]:
@@ -118,23 +147,16 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
         tables.append(_fields("trained with", _leaves(run["training_environment"])))
     if run["layers"]:
         layers = Table(title="per layer and pass (whole training)", title_justify="left")
-        headers = ("layer", "pass", "role", "MACs actual", "MACs skipped", "compute",
-                   "stall", "total", "utilisation", "DRAM", "energy")  # fmt: skip
-        for header in headers:
-            layers.add_column(header, justify="left" if header in headers[:3] else "right")
+        for header in ("layer", "pass", "role"):
+            layers.add_column(header)
+        for measure in LAYER_MEASURES:
+            layers.add_column(_lower_first(measure.label), justify="right")
         for layer in run["layers"]:
             layers.add_row(
                 layer["layer"],
                 layer["training_pass"],
                 layer["role"],
-                format_value(layer["macs_actual"], "MACs"),
-                format_value(layer["macs_skipped"], "MACs"),
-                format_value(layer["compute_cycles"], "cycles"),
-                format_value(layer["stall_cycles"], "cycles"),
-                format_value(layer["total_cycles"], "cycles"),
-                format_value(layer["utilization"], "%"),
-                format_value(layer["dram_bytes"], "bytes"),
-                format_value(layer["energy_pj"], "pJ"),
+                *(format_value(layer.get(m.key), m.display_unit) for m in LAYER_MEASURES),
             )
         tables.append(layers)
     if run["epochs"]:
@@ -155,16 +177,6 @@ def run_tables(run: dict[str, Any]) -> list[Table]:
     return tables
 
 
-# The design-point summary's figures (as the compare page's): key, header, unit.
-SUMMARY_FIGURES = (
-    ("speedup", "speedup", "×"), ("energy_ratio", "energy ratio", "×"),
-    ("seconds", "time", "s"), ("seconds_per_step", "time a step", "s"),
-    ("energy_pj", "energy", "pJ"), ("energy_delay", "EDP", "pJ·s"),
-    ("area_mm2", "area", "mm²"), ("accuracy", "accuracy", "%"),
-    ("accuracy_delta", "Δ accuracy", "pt"),
-)  # fmt: skip
-
-
 def _estimate_cell(estimate: dict[str, Any] | None, unit: str) -> str:
     if not estimate:
         return "–"
@@ -174,19 +186,28 @@ def _estimate_cell(estimate: dict[str, Any] | None, unit: str) -> str:
     return format_estimate(estimate["mean"], half, unit)
 
 
-def summary_table(groups: list[dict[str, Any]]) -> Table:
-    """One row per design point (runs equal but for the seed): each figure as its mean ± the
-    half-width of its 95% Student-t interval over seeds."""
-    table = Table(
-        caption="mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy paired "
-        "with each seed's own baseline",
-        caption_justify="left",
+def summary_tables(groups: list[dict[str, Any]], width: int) -> list[Table]:
+    """One row per design point (runs equal but for the seed): each summarised figure as its
+    mean ± the half-width of its 95% Student-t interval over seeds. The figures are spread over
+    as many tables as a terminal `width` characters wide needs, each naming the design points."""
+    fit = max(1, (width - DESCRIBING_WIDTH) // FIGURE_WIDTH)
+    per_table = math.ceil(len(SUMMARISED) / math.ceil(len(SUMMARISED) / fit))  # tables alike
+    parts = [SUMMARISED[i : i + per_table] for i in range(0, len(SUMMARISED), per_table)]
+    tables = [_summary_table(groups, part) for part in parts]
+    tables[-1].caption = (
+        "mean ± half-width of the 95% Student-t interval over seeds; Δ accuracy paired with "
+        "each seed's own baseline"
     )
+    return tables
+
+
+def _summary_table(groups: list[dict[str, Any]], figures: Sequence[Measure]) -> Table:
+    table = Table(caption_justify="left")
     for header in ("technique", "accelerator", "swept values", "compared with", "seeds"):
         table.add_column(header, no_wrap=header != "swept values", overflow="fold")
     # Narrow terminals wrap a figure at its spaces ("171.0 ±" over "5.5 µJ"), never cut it.
-    for _, header, _unit in SUMMARY_FIGURES:
-        table.add_column(header, justify="right", overflow="fold")
+    for measure in figures:
+        table.add_column(_lower_first(measure.label), justify="right", overflow="fold")
     for group in groups:
         swept = ", ".join(
             f"{k}={v}" for k, v in group["params"].items() if k not in ("technique", "accelerator")
@@ -197,7 +218,7 @@ def summary_table(groups: list[dict[str, Any]]) -> Table:
             swept or "–",
             "itself" if group["is_baseline"] else f"{group['baseline_hardware']} baseline",
             f"{group['done']} of {len(group['run_ids'])}",
-            *(_estimate_cell(group.get(key), unit) for key, _, unit in SUMMARY_FIGURES),
+            *(_estimate_cell(group.get(m.key), m.display_unit) for m in figures),
         )
     return table
 

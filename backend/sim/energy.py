@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from backend.sim.extensions import ExtraOpCounts
-from backend.sim.results import ENERGY_LEVELS, OPERANDS
+from backend.sim.results import OPERANDS
 
 REGISTER_ACCESSES_PER_MAC = 3
 
@@ -25,10 +25,6 @@ REGISTER_ACCESSES_PER_MAC = 3
 class EnergyColumns:
     by_level: dict[str, np.ndarray]
     by_operand: dict[str, np.ndarray]
-
-    @staticmethod
-    def names() -> tuple[str, ...]:
-        return tuple(f"energy_{name}_pj" for name in (*ENERGY_LEVELS, *OPERANDS))
 
     def as_columns(self) -> dict[str, np.ndarray]:
         parts = {**self.by_level, **self.by_operand}

@@ -1,10 +1,17 @@
-"""A per-layer, per-pass table of a simulation, for terminals."""
+"""A per-layer, per-pass table of a simulation, for terminals: every layer-pass measure
+(backend/specs/figures.py) and the parts its cycles are made of, with the training's totals."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from backend.sim.results import SimulationResult
+from backend.sim.results import Figures, SimulationResult
+from backend.specs.figures import LAYER_MEASURES, Measure
+
+# The simulator's parts of compute cycles (array + exposed extension), beside the measures.
+CYCLE_PARTS = (("array cyc", "array_cycles"), ("ext. cyc", "exposed_extension_cycles"))
+# How a cell is written per unit: its header's suffix, and the factor to the written number.
+WRITTEN = {"%": ("%", 100.0), "pJ": ("µJ", 1e-6), "bytes": ("B", 1.0)}
 
 
 def layer_table(result: SimulationResult) -> Table:
@@ -12,39 +19,30 @@ def layer_table(result: SimulationResult) -> Table:
         title=f"{result.model} ({result.technique}) on {result.accelerator}",
         caption=_caption(result),
     )
-    table.add_column("layer")
-    table.add_column("pass")
-    table.add_column("role")
-    for header in ("MACs alg.", "MACs actual", "MACs skipped", "MACs overhead"):
-        table.add_column(header, justify="right")
-    for header in ("array cyc", "ext. cyc", "stall cyc", "util %", "energy µJ"):
+    for header in ("layer", "pass", "role"):
+        table.add_column(header)
+    for measure in LAYER_MEASURES:
+        suffix = WRITTEN.get(measure.display_unit, ("", 1.0))[0]
+        table.add_column(f"{measure.label} {suffix}".strip(), justify="right")
+    for header, _ in CYCLE_PARTS:
         table.add_column(header, justify="right")
     for row in result.layers:
-        table.add_row(
-            row.layer,
-            row.pass_,
-            row.role,
-            _count(row.macs_algorithmic),
-            _count(row.macs_actual),
-            _count(row.macs_skipped),
-            _count(row.macs_overhead),
-            _count(row.array_cycles),
-            _count(row.exposed_extension_cycles),
-            _count(row.stall_cycles),
-            f"{100 * row.utilization:.1f}",
-            f"{row.energy_pj / 1e6:.3g}",
-        )
-    t = result.totals
+        table.add_row(row.layer, row.pass_, row.role, *_figures(row))
     table.add_section()
-    table.add_row(
-        "total", "", "",
-        _count(t.macs_algorithmic), _count(t.macs_actual), _count(t.macs_skipped),
-        _count(t.macs_overhead), _count(t.array_cycles), _count(t.exposed_extension_cycles),
-        _count(t.stall_cycles),
-        f"{100 * t.utilization:.1f}", f"{t.energy_pj / 1e6:.3g}",
-        style="bold",
-    )  # fmt: skip
+    table.add_row("total", "", "", *_figures(result.totals), style="bold")
     return table
+
+
+def _figures(figures: Figures) -> list[str]:
+    cells = [_cell(getattr(figures, m.key), m) for m in LAYER_MEASURES]
+    return cells + [_count(getattr(figures, key)) for _, key in CYCLE_PARTS]
+
+
+def _cell(value: float, measure: Measure) -> str:
+    if measure.display_unit in ("cycles", "MACs", "bytes"):
+        return _count(value)
+    factor = WRITTEN.get(measure.display_unit, ("", 1.0))[1]
+    return f"{value * factor:.1f}" if measure.display_unit == "%" else f"{value * factor:.3g}"
 
 
 def _caption(result: SimulationResult) -> str:
@@ -54,7 +52,7 @@ def _caption(result: SimulationResult) -> str:
         f"{t.energy_pj / 1e12:.4g} J, "
         f"DRAM {t.dram_bytes / 2**20:.4g} MiB, mapping efficiency "
         f"{100 * t.mapping_efficiency:.1f}%; {extensions_line(result)}; "
-        "cycles = array + exposed extension (ext.) + stall"
+        "compute cycles = array + exposed extension (ext.) cycles"
     )
 
 

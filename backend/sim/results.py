@@ -8,58 +8,59 @@ whole training: the GEMM's per-execution cost times its executions.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, make_dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from backend.specs.figures import LAYER_MEASURES
+
 OPERANDS = ("ifmap", "filter", "ofmap")
 ENERGY_LEVELS = ("mac", "register", "sram", "dram")
 
-# MAC counts and cycles: per GEMM, and summed into the totals. Cycles add up per row:
-# total = array + exposed extension + stall; compute = array + exposed extension.
-MAC_AND_CYCLE_COLUMNS = (
-    "macs_algorithmic",
-    "macs_actual",
-    "macs_skipped",
-    "macs_overhead",
+# Every layer-pass measure (backend/specs/figures.py) is a column of the same name, and a
+# field of each row and of the totals; its run total is the sum or the largest of its rows, or
+# derived from other totals (`DERIVED_TOTALS`). Beside them, the simulator's own columns: the
+# cycle and MAC parts the measures are made of, and the traffic and energy by operand and level,
+# each summed into the totals.
+OWN_COLUMNS = (
     "array_cycles",
     "exposed_extension_cycles",
-    "compute_cycles",
     "extension_cycles",
-    "stall_cycles",
-    "total_cycles",
-)
-# Per-GEMM columns summed into the totals.
-SUMMED_COLUMNS = (
-    *MAC_AND_CYCLE_COLUMNS,
-    *(f"sram_reads_{o}" for o in OPERANDS),
-    *(f"sram_writes_{o}" for o in OPERANDS),
-    *(f"dram_reads_{o}" for o in OPERANDS),
-    *(f"dram_writes_{o}" for o in OPERANDS),
-    "dram_bytes",
-    *(f"energy_{lv}_pj" for lv in ENERGY_LEVELS),
-    *(f"energy_{o}_pj" for o in OPERANDS),
     "array_macs",
     "mapped_pe_cycles",
-)
+    *(f"{kind}_{o}" for kind in ("sram_reads", "sram_writes", "dram_reads", "dram_writes")
+      for o in OPERANDS),
+    *(f"energy_{name}_pj" for name in (*ENERGY_LEVELS, *OPERANDS)),
+)  # fmt: skip
+COLUMNS = (*(m.key for m in LAYER_MEASURES), *OWN_COLUMNS)
+SUMMED_COLUMNS = (*(m.key for m in LAYER_MEASURES if m.total == "sum"), *OWN_COLUMNS)
+LARGEST_COLUMNS = tuple(m.key for m in LAYER_MEASURES if m.total == "max")
+
+# The run total of each layer-pass measure declared total="derived", from the other totals and
+# the array's PEs.
+DERIVED_TOTALS: dict[str, Callable[[dict[str, float], int], float]] = {
+    "energy_pj": lambda t, pes: sum(t[f"energy_{level}_pj"] for level in ENERGY_LEVELS),
+    "utilization": lambda t, pes: (
+        t["array_macs"] / (pes * t["total_cycles"]) if t["total_cycles"] else 0.0
+    ),
+    "mapping_efficiency": lambda t, pes: (
+        t["mapped_pe_cycles"] / t["array_cycles"] if t["array_cycles"] else 0.0
+    ),
+}
+assert set(DERIVED_TOTALS) == {m.key for m in LAYER_MEASURES if m.total == "derived"}
+
+# One float field per layer-pass measure, in their declared order.
+_MeasureFields = make_dataclass("_MeasureFields", [(m.key, float) for m in LAYER_MEASURES])
 
 
 @dataclass
-class Figures:
-    macs_algorithmic: float
-    macs_actual: float
-    macs_skipped: float
-    macs_overhead: float
+class Figures(_MeasureFields):
     array_cycles: float  # the PE array busy with this GEMM (0 on the predictor/projection unit)
     exposed_extension_cycles: float  # extension cycles the array's time does not hide
-    compute_cycles: float  # array_cycles + exposed_extension_cycles: everything but stalls
     extension_cycles: float  # extension units' busy cycles, hidden or not (the serial cost)
-    stall_cycles: float  # waiting for DRAM
-    total_cycles: float  # array_cycles + exposed_extension_cycles + stall_cycles
-    utilization: float  # MACs done on the array / (PEs x total cycles)
-    mapping_efficiency: float  # SCALE-Sim's mean fraction of PEs holding work per fold
     sram_reads: float
     sram_writes: float
     sram_reads_by_operand: dict[str, float]
@@ -68,8 +69,6 @@ class Figures:
     dram_writes: float
     dram_reads_by_operand: dict[str, float]
     dram_writes_by_operand: dict[str, float]
-    dram_bytes: float
-    energy_pj: float
     energy_by_level: dict[str, float]  # mac, register, sram, dram
     energy_by_operand: dict[str, float]  # data movement only: register, SRAM and DRAM per operand
 
@@ -128,17 +127,15 @@ class SimulationResult:
 
     @cached_property
     def totals(self) -> TrainingTotals:
-        summed = {name: float(self.columns[name].sum()) for name in SUMMED_COLUMNS}
-        cycles = summed["total_cycles"]
-        summed["utilization"] = summed["array_macs"] / (self.pes * cycles) if cycles else 0.0
-        summed["mapping_efficiency"] = (
-            summed["mapped_pe_cycles"] / summed["array_cycles"] if summed["array_cycles"] else 0.0
-        )
-        seconds = cycles / (self.clock_mhz * 1e6)
+        columns = self.columns
+        totals = {name: float(columns[name].sum()) for name in SUMMED_COLUMNS}
+        totals |= {name: float(columns[name].max(initial=0.0)) for name in LARGEST_COLUMNS}
+        totals |= {name: total(totals, self.pes) for name, total in DERIVED_TOTALS.items()}
+        seconds = totals["total_cycles"] / (self.clock_mhz * 1e6)
         return TrainingTotals(
             seconds=seconds,
             seconds_per_step=seconds / self.iterations if self.iterations else 0.0,
-            **_figures(summed),
+            **_figures(totals),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -161,9 +158,11 @@ def _figures(c: dict[str, float]) -> dict[str, Any]:
     sram_writes = {o: c[f"sram_writes_{o}"] for o in OPERANDS}
     dram_reads = {o: c[f"dram_reads_{o}"] for o in OPERANDS}
     dram_writes = {o: c[f"dram_writes_{o}"] for o in OPERANDS}
-    by_level = {lv: c[f"energy_{lv}_pj"] for lv in ENERGY_LEVELS}
     return {
-        **{name: c[name] for name in _SCALAR_FIGURES},
+        **{m.key: c[m.key] for m in LAYER_MEASURES},
+        "array_cycles": c["array_cycles"],
+        "exposed_extension_cycles": c["exposed_extension_cycles"],
+        "extension_cycles": c["extension_cycles"],
         "sram_reads": sum(sram_reads.values()),
         "sram_writes": sum(sram_writes.values()),
         "sram_reads_by_operand": sram_reads,
@@ -172,15 +171,6 @@ def _figures(c: dict[str, float]) -> dict[str, Any]:
         "dram_writes": sum(dram_writes.values()),
         "dram_reads_by_operand": dram_reads,
         "dram_writes_by_operand": dram_writes,
-        "energy_pj": sum(by_level.values()),
-        "energy_by_level": by_level,
+        "energy_by_level": {lv: c[f"energy_{lv}_pj"] for lv in ENERGY_LEVELS},
         "energy_by_operand": {o: c[f"energy_{o}_pj"] for o in OPERANDS},
     }
-
-
-_SCALAR_FIGURES = (
-    *MAC_AND_CYCLE_COLUMNS,
-    "utilization",
-    "mapping_efficiency",
-    "dram_bytes",
-)

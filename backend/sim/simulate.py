@@ -74,7 +74,7 @@ from backend.sim.memory import (
     stall_cycles,
     stored_words_per_element,
 )
-from backend.sim.results import MAC_AND_CYCLE_COLUMNS, OPERANDS, SimulationResult
+from backend.sim.results import COLUMNS, ENERGY_LEVELS, OPERANDS, SimulationResult
 from backend.sim.row_dataflow import (
     RowMapping,
     SparseRows,
@@ -637,6 +637,7 @@ def _training_columns(
     training["macs_algorithmic"] = np.broadcast_to(algorithmic, s.shape)
     training["macs_actual"] = training.pop("macs_done_compute")
     training["macs_skipped"] = training["macs_algorithmic"] - training["macs_actual"]
+    training["energy_pj"] = sum(training[f"energy_{level}_pj"] for level in ENERGY_LEVELS)
     pes = (s.rows * s.cols).astype(np.float64)
     cycles = training["total_cycles"]
     training["utilization"] = np.divide(
@@ -709,7 +710,7 @@ def _result(
     extensions: tuple[str, ...] | None = None,
 ) -> SimulationResult:
     if not columns:
-        columns = {name: np.zeros(0) for name in EnergyColumns.names() + _EMPTY_COLUMNS}
+        columns = {name: np.zeros(0) for name in COLUMNS}
     return SimulationResult(
         conv_operand_traffic=accel.conv_operand_traffic,
         notes=_notes(workload, accel),
@@ -723,18 +724,3 @@ def _result(
         labels=_labels(workload) if labels is None else labels,
         columns=columns,
     )
-
-
-_EMPTY_COLUMNS = (
-    *MAC_AND_CYCLE_COLUMNS,
-    "array_macs",
-    "mapped_pe_cycles",
-    "dram_bytes",
-    "utilization",
-    "mapping_efficiency",
-    *(
-        f"{kind}_{o}"
-        for kind in ("sram_reads", "sram_writes", "dram_reads", "dram_writes")
-        for o in OPERANDS
-    ),
-)

@@ -1,33 +1,32 @@
-// The compare page's summary: one row per design point (runs equal but for the seed), each metric
-// as its mean and 95% Student-t interval over seeds, sortable (by speedup, time, energy,
-// energy-delay product, area, ...); a row's run count opens its runs. Above the table it names the
+// The compare page's summary: one row per design point (runs equal but for the seed), each figure
+// the server declares summarised as its mean and 95% Student-t interval over seeds, sortable (by
+// speedup, time, energy, energy-delay product, area, ...); a row's run count opens its runs. Above the table it names the
 // fastest design point (least training time) and the most efficient (least training energy).
 
 import { API, describe, getJson, query } from "./api.js";
 import { el, formatEstimate, formatValue } from "./format.js";
+import { loadFigures, summarisedMeasures } from "./figures.js";
 import { isoAreaBudget, isoAreaDesigns } from "./iso-area.js";
 
-const COLUMNS = [
+// The describing columns, then each figure the server declares summarised (its mean over
+// seeds), the iso-area designs beside the iso-area figures.
+const DESCRIBING = [
   { key: "technique", label: "Technique", text: (g) => g.technique },
   { key: "accelerator", label: "Accelerator", text: (g) => g.accelerator_name },
   { key: "setting", label: "Swept values", text: (g) => setting(g) },
   { key: "baseline", label: "Compared with", text: (g) => (g.is_baseline ? "itself" : `${g.baseline_hardware} baseline`) },
   { key: "seeds", label: "Seeds", num: true, value: (g) => g.done },
-  { key: "speedup", label: "Speedup, same array", num: true, estimate: (g) => g.speedup, unit: "×" },
-  { key: "stall_share", label: "Stall share", num: true, lower: true, estimate: (g) => g.stall_share, unit: "%" },
-  { key: "baseline_stall_share", label: "Baseline stall share", num: true, lower: true, estimate: (g) => g.baseline_stall_share, unit: "%" },
-  { key: "energy_ratio", label: "Energy ratio, same array", num: true, estimate: (g) => g.energy_ratio, unit: "×" },
-  { key: "iso_area_speedup", label: "Iso-area speedup", num: true, estimate: (g) => g.iso_area_speedup, unit: "×" },
-  { key: "iso_area_energy_ratio", label: "Iso-area energy ratio", num: true, estimate: (g) => g.iso_area_energy_ratio, unit: "×" },
-  { key: "iso_area", label: "Iso-area dense designs", text: (g) => isoAreaDesigns(g.iso_area), title: (g) => isoAreaBudget(g.iso_area) },
-  { key: "seconds", label: "Time", num: true, lower: true, estimate: (g) => g.seconds, unit: "s" },
-  { key: "seconds_per_step", label: "Time a step", num: true, lower: true, estimate: (g) => g.seconds_per_step, unit: "s" },
-  { key: "energy_pj", label: "Energy", num: true, lower: true, estimate: (g) => g.energy_pj, unit: "pJ" },
-  { key: "energy_delay", label: "EDP", num: true, lower: true, estimate: (g) => g.energy_delay, unit: "pJ·s" },
-  { key: "area_mm2", label: "Area", num: true, lower: true, estimate: (g) => g.area_mm2, unit: "mm²" },
-  { key: "accuracy", label: "Accuracy", num: true, estimate: (g) => g.accuracy, unit: "%" },
-  { key: "accuracy_delta", label: "Δ accuracy", num: true, estimate: (g) => g.accuracy_delta, unit: "pt" },
 ];
+const ISO_AREA_DESIGNS = { key: "iso_area", label: "Iso-area dense designs", text: (g) => isoAreaDesigns(g.iso_area), title: (g) => isoAreaBudget(g.iso_area) };
+
+function columns() {
+  const figures = summarisedMeasures().map((m) => ({
+    key: m.key, label: m.label, num: true, lower: !m.higher_is_better, estimate: (g) => g[m.key], unit: m.display_unit, description: m.description,
+  }));
+  const lastIsoArea = figures.findLastIndex((c) => c.key.startsWith("iso_area_"));
+  figures.splice(lastIsoArea === -1 ? figures.length : lastIsoArea + 1, 0, ISO_AREA_DESIGNS);
+  return [...DESCRIBING, ...figures];
+}
 
 function setting(group) {
   return Object.entries(group.params || {})
@@ -92,18 +91,20 @@ export async function groupTable(box, runs, given = null) {
     box.replaceChildren(el("div", { class: "errors-box", role: "alert", text: describe(error) }));
     return;
   }
-  let sort = { key: "speedup", descending: true };
+  await loadFigures().catch(() => null); // without it, the groups are described only
+  const shown = columns();
+  let sort = shown.some((c) => c.key === "speedup") ? { key: "speedup", descending: true } : { key: "technique", descending: false };
   const render = () => {
-    const column = COLUMNS.find((c) => c.key === sort.key);
+    const column = shown.find((c) => c.key === sort.key);
     const ordered = [...groups].sort((a, b) => {
       const x = sortValue(a, column), y = sortValue(b, column);
       const order = typeof x === "string" ? String(x).localeCompare(String(y)) : x - y;
       return sort.descending ? -order : order;
     });
-    const header = el("tr", {}, COLUMNS.map((c) => el("th", { "aria-sort": c.key === sort.key ? (sort.descending ? "descending" : "ascending") : "none" },
+    const header = el("tr", {}, shown.map((c) => el("th", { title: c.description, "aria-sort": c.key === sort.key ? (sort.descending ? "descending" : "ascending") : "none" },
       el("button", { type: "button", class: "sort", text: `${c.label}${c.key === sort.key ? (sort.descending ? " ▼" : " ▲") : ""}`,
         onclick: () => { sort = { key: c.key, descending: c.key === sort.key ? !sort.descending : Boolean(c.num) && !c.lower }; render(); } }))));
-    const rows = ordered.map((g) => el("tr", { dataset: { group: g.key } }, COLUMNS.map((c) => {
+    const rows = ordered.map((g) => el("tr", { dataset: { group: g.key } }, shown.map((c) => {
       if (c.key === "seeds" && given) return el("td", { class: "num", text: `${g.done} of ${g.run_ids.length}` });
       if (c.key === "seeds") return el("td", { class: "num" }, el("a", { href: `/compare?ids=${g.run_ids.join(",")}`, title: "compare these runs", text: `${g.done} of ${g.run_ids.length}` }));
       return el("td", { class: c.num ? "num" : "", title: c.title ? c.title(g) : undefined }, c.estimate ? estimateCell(c.estimate(g), c) : c.text(g));

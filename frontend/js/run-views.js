@@ -1,12 +1,13 @@
 // The run table's view controls: which columns it shows (any column the server lists, kept per
 // user on the server) and a grouped view (one row per combination of up to three columns' values:
-// run count, and per metric the mean ± sd over the runs that have it, with their number n).
+// run count, and per summarised figure (as the server declares them) the mean ± sd over the runs
+// that have it, with their number n).
 
 import { API, describe, getJson, query, request } from "./api.js";
 import { el, formatEstimate } from "./format.js";
+import { loadFigures, summarisedMeasures } from "./figures.js";
 import { DEFAULT_COLUMNS, loadColumns } from "./run-table.js";
 
-const METRICS = ["accuracy", "accuracy_delta", "speedup", "energy_ratio", "total_cycles", "energy_pj", "dram_bytes", "seconds", "area_mm2"];
 const GROUP_NAMES = { run: "Run", figure: "Figures", "epoch figure": "Epoch figures (over the training)", training: "Training", accelerator: "Accelerator", technique: "Techniques" };
 const GROUP_LEVELS = 3;
 
@@ -81,6 +82,7 @@ export async function groupByControl(container, target, table, sweptKeys) {
   } catch {
     // the grouping choices then are the swept values only
   }
+  await loadFigures().catch(() => null); // without it, the groups show their run counts only
   const byKey = new Map(catalogue.map((c) => [c.key, c]));
   const groupable = catalogue.filter((c) => c.groupable);
   const options = () => [
@@ -104,11 +106,11 @@ export async function groupByControl(container, target, table, sweptKeys) {
         el("thead", {}, el("tr", {},
           keys.map((key) => el("th", { text: label(key) })),
           el("th", { text: "Runs", title: "runs in the group, whatever their status; n beside each mean counts the runs that have that figure" }),
-          METRICS.map((key) => el("th", { text: `${label(key)} mean ± sd` })))),
+          summarisedMeasures().map((m) => el("th", { title: m.description, text: `${m.label} mean ± sd` })))),
         el("tbody", {}, groups.map((group) => el("tr", {},
           values(group).map((value) => el("td", { text: value === null || value === undefined ? "–" : String(value) })),
           el("td", { class: "num", text: String(group.runs) }),
-          METRICS.map((key) => el("td", { class: "num", text: cell(group.metrics[key], byKey.get(key)?.unit ?? "") })))))));
+          summarisedMeasures().map((m) => el("td", { class: "num", text: cell(group.metrics[m.key], m.display_unit) })))))));
     } catch (error) {
       target.replaceChildren(el("div", { class: "errors-box", role: "alert", text: describe(error) }));
     }

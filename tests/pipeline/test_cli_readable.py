@@ -99,7 +99,12 @@ def test_wait_summary_and_show_read_like_the_dashboard(tmp_path: Path) -> None:
         bars = orrery("wait", "1", env={**env, "TTY_COMPATIBLE": "1"})
 
     assert summary.returncode == 0, summary.stdout + summary.stderr
-    rows = {line.split("│")[1].strip(): line for line in summary.stdout.splitlines() if "│" in line}
+    # A design point's lines of every table the figures are spread over.
+    rows: dict[str, str] = {}
+    for line in summary.stdout.splitlines():
+        if "│" in line:
+            key = line.split("│")[1].strip()
+            rows[key] = rows.get(key, "") + line
     technique = [r for r in runs if r["technique"] == "sparsetrain"]
     baseline = {r["seed"]: r for r in runs if r["is_baseline"]}
     assert len(technique) == 3 and len(baseline) == 3

@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from backend.db.models import EpochMetric, Run, Training
 from backend.db.session import session_scope
+from backend.specs.figures import LAYER_MEASURES, RUN_FIGURES
 from backend.specs.techniques import EPOCH_FIGURES
 from tests.pipeline.conftest import TINY_TRAINING
 
@@ -88,6 +89,8 @@ def _reference(run: Run, runs: dict[int, Run], epochs: dict[int, list[dict]]) ->
         else run.accuracy - baseline.accuracy,
         "duration": (run.finished_at - run.started_at).total_seconds() if done else None,
         "stall_share": run.stall_cycles / run.total_cycles if done else None,
+        "baseline_stall_share": None if baseline is None else baseline.stall_share,
+        "energy_delay": run.energy_pj * run.seconds if done else None,
         "dram_words": run.dram_bytes / run.accelerator_config["word_bytes"] if done else None,
         "epoch.hit_rate": FIGURES["hit_rate"].of_training(hit_rates)
         if any(v is not None for v in hit_rates)
@@ -117,6 +120,32 @@ def test_every_column_is_listed_with_how_it_is_read(seeded: tuple[TestClient, di
     # every field of a run row is a column too (the table's defaults among them)
     row = api.get("/api/v1/runs", params={"limit": 1}).json()["items"][0]
     assert set(row) - {"columns"} <= set(columns)
+
+
+def test_the_declared_figures_are_served_and_summarised(seeded: tuple[TestClient, dict]) -> None:
+    api, _ = seeded
+    served = {m["key"]: m for m in api.get("/api/v1/figures").json()["measures"]}
+    declared = {m.key: m for m in (*RUN_FIGURES, *LAYER_MEASURES)}
+    assert list(served) == list(declared)
+    for key, measure in declared.items():
+        assert served[key] == {
+            "key": key, "label": measure.label, "unit": measure.unit,
+            "display_unit": measure.display_unit, "description": measure.description,
+            "per_run": measure in RUN_FIGURES, "per_layer": measure in LAYER_MEASURES,
+            "stored": measure.stored, "total": measure.total, "summarised": measure.summarised,
+            "higher_is_better": measure.higher_is_better,
+        }  # fmt: skip
+    assert served["macs_actual"]["total"] == "sum" and served["utilization"]["total"] == "derived"
+    assert served["speedup"]["display_unit"] == "×" and not served["accuracy_delta"]["stored"]
+    # Every summary answers the summarised figures, and only those.
+    summarised = [key for key, m in served.items() if m["summarised"]]
+    assert "baseline_stall_share" in summarised and "loss" not in summarised
+    (group, *_) = api.get("/api/v1/runs/summary", params={"by": "technique"}).json()
+    assert list(group["metrics"]) == summarised
+    (point, *_) = api.get("/api/v1/runs/groups").json()
+    assert [key for key in point if key in served] == summarised
+    columns = {c["key"] for c in api.get("/api/v1/runs/columns").json()}
+    assert set(served) - {m.key for m in LAYER_MEASURES if m not in RUN_FIGURES} <= columns
 
 
 def test_columns_come_with_the_rows_and_sort_on_the_server(

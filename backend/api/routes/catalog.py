@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from backend.api.schemas import FigureOut, FiguresOut, MeasureOut, TechniqueOut
 from backend.api.security import CurrentUser
 from backend.specs.accelerator import PRESETS
-from backend.specs.figures import LAYER_MEASURES, RUN_MEASURES
+from backend.specs.figures import LAYER_MEASURES, RUN_FIGURES
 from backend.specs.techniques import EPOCH_FIGURES, TECHNIQUES
 
 router = APIRouter(tags=["specs"])
@@ -45,12 +45,13 @@ def techniques() -> list[TechniqueOut]:
 @router.get("/figures", response_model=FiguresOut)
 def figures() -> FiguresOut:
     """The figures runs are judged by, as declared: each epoch's (every training's, then each
-    technique's in table order) and the measures stored per run and per layer-pass. Public,
-    like the technique list."""
+    technique's in table order) and the measures of a run and of a layer-pass (a run's in the
+    order summaries show them), with how each is named, written, totalled and summarised.
+    Public, like the technique list."""
     owner = {figure.key: entry.name for entry in TECHNIQUES for figure in entry.figures}
-    run_keys = {measure.key for measure in RUN_MEASURES}
+    run_keys = {measure.key for measure in RUN_FIGURES}
     layer_keys = {measure.key for measure in LAYER_MEASURES}
-    measures = {measure.key: measure for measure in (*RUN_MEASURES, *LAYER_MEASURES)}
+    measures = {measure.key: measure for measure in (*RUN_FIGURES, *LAYER_MEASURES)}
     return FiguresOut(
         epoch=[
             FigureOut(
@@ -65,10 +66,16 @@ def figures() -> FiguresOut:
         measures=[
             MeasureOut(
                 key=m.key,
+                label=m.label,
                 unit=m.unit,
+                display_unit=m.display_unit,
                 description=m.description,
                 per_run=m.key in run_keys,
                 per_layer=m.key in layer_keys,
+                stored=m.stored,
+                total=m.total,
+                summarised=m.summarised,
+                higher_is_better=m.higher_is_better,
             )
             for m in measures.values()
         ],

@@ -57,6 +57,7 @@ from backend.experiments.quota import check_active_runs
 from backend.experiments.retry import RunGone, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
 from backend.sim.pareto import front_2d, front_3d
+from backend.specs.figures import SUMMARISED
 from backend.specs.techniques import EPOCH_FIGURES
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -280,13 +281,6 @@ def export(
     )
 
 
-SUMMARISED = (
-    "accuracy", "accuracy_delta", "speedup", "energy_ratio", "iso_area_speedup",
-    "iso_area_energy_ratio", "total_cycles", "seconds", "stall_share", "energy_pj", "dram_bytes",
-    "area_mm2",
-)  # fmt: skip
-
-
 def _group_key(by: str) -> Any:
     if by.startswith("param:") and len(by) > len("param:"):
         return Run.params[by.removeprefix("param:")]
@@ -316,12 +310,12 @@ def summary(
     """The matching runs grouped by one or more columns: per group the run count and, for each
     metric, how many runs have it (n) and their mean and sample standard deviation."""
     keys = [_group_key(item) for item in by]
-    metrics = [COLUMNS[name].expression for name in SUMMARISED]
+    metrics = [COLUMNS[measure.key].expression for measure in SUMMARISED]
     query = filtered_runs(db, user, filters, keys[0]).add_columns(*keys[1:], *metrics)
     rows = db.execute(query).all()
     width = len(keys)
     grouped = ((row[0] if width == 1 else list(row[:width]), *row[width:]) for row in rows)
-    return summarise_groups(grouped, SUMMARISED)
+    return summarise_groups(grouped, [measure.key for measure in SUMMARISED])
 
 
 @router.get("/{run_id}", response_model=RunDetail)

@@ -1,14 +1,17 @@
-// MACs per technique: what the algorithm needs, what the array did, what the technique skipped, and
-// the work it added (signatures, predictors): a technique that skips little and adds much is slower.
+// MACs per technique: every run measure the server declares in MACs (what the algorithm needs,
+// what the array did, what the technique skipped, and the work it added: signatures, predictors):
+// a technique that skips little and adds much is slower.
 
+import { runMeasures } from "../figures.js";
 import { baseLayout, emptyFigure, finished, groupBy } from "./common.js";
 
-const PARTS = [
-  ["macs_algorithmic", "algorithmic", "#9d755d"],
-  ["macs_actual", "actual", "#4c78a8"],
-  ["macs_skipped", "skipped", "#54a24b"],
-  ["macs_overhead", "overhead (added by the technique)", "#e45756"],
-];
+const COLOURS = ["#9d755d", "#4c78a8", "#54a24b", "#e45756", "#b279a2", "#f58518", "#72b7b2"];
+
+/** Each declared MAC count: its key, its name in the legend ("MACs skipped" -> "skipped"), its colour. */
+function parts() {
+  return runMeasures().filter((m) => m.display_unit === "MACs")
+    .map((m, i) => [m.key, m.label.replace(/^MACs /, ""), COLOURS[i % COLOURS.length], m.description]);
+}
 
 export default {
   id: "macs",
@@ -18,12 +21,12 @@ export default {
     if (!shown.length) return emptyFigure("no finished runs with MAC counts");
     const groups = [...groupBy(shown, (r) => r.technique)];
     const mean = (items, key) => items.reduce((sum, r) => sum + (r[key] ?? 0), 0) / items.length;
-    const data = PARTS.map(([key, name, color]) => ({
+    const data = parts().map(([key, name, color, description]) => ({
       type: "bar", name, marker: { color },
       x: groups.map(([technique]) => technique),
       y: groups.map(([, items]) => mean(items, key)),
       customdata: groups.map(([, items]) => items.length),
-      hovertemplate: `%{x}<br>${name}: %{y:.4s} MACs<br>mean of %{customdata} run(s)<extra></extra>`,
+      hovertemplate: `%{x}<br>${name}: %{y:.4s} MACs (${description})<br>mean of %{customdata} run(s)<extra></extra>`,
     }));
     return {
       data,

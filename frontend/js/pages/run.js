@@ -8,7 +8,7 @@ import curves from "../charts/curves.js";
 import { el, fmtNumber, fmtPercent, fmtSeconds, formatValue, formatWhen } from "../format.js";
 import { statusCell } from "../run-table.js";
 import { fmtDuration, progressText } from "../progress.js";
-import { epochFigures, loadFigures } from "../figures.js";
+import { epochFigures, layerMeasures, loadFigures, runMeasures } from "../figures.js";
 import { showPageError } from "../page-errors.js";
 import { loadTechniques } from "../techniques.js";
 
@@ -32,7 +32,7 @@ function areaParts(parts) {
 function facts(container, rows) {
   container.replaceChildren();
   for (const [term, value] of rows) {
-    container.append(el("dt", { text: term }), el("dd", {}, value));
+    container.append(typeof term === "string" ? el("dt", { text: term }) : el("dt", {}, term), el("dd", {}, value));
   }
 }
 
@@ -89,18 +89,30 @@ function renderSummary(run, { baseline = null, comparison = null } = {}) {
     ["Compared with", baselineText(run)],
     ["Model, data, seed", `${run.model} on ${run.dataset}, seed ${run.seed}`],
     ...timeRows(run),
-    ["Test accuracy", fmtPercent(run.accuracy)],
-    ["Δ accuracy", deltaText(comparison)],
-    ["Speedup", speedupText(run, baseline)],
-    ["Energy ratio", formatValue(run.energy_ratio, "×")],
-    ["Cycles", `${formatValue(run.total_cycles, "cycles")} (${formatValue(run.compute_cycles, "cycles")} array and exposed extension + ${formatValue(run.stall_cycles, "cycles")} stall)`],
-    ["Time", `${fmtSeconds(run.seconds)} for the training, ${fmtSeconds(run.seconds_per_step)} a step (at ${fmtNumber(run.accelerator_config?.clock_mhz ?? null)} MHz)`],
-    ["Energy", microjoules(run.energy_pj)],
-    ["Area", el("span", { title: areaParts(run.summary?.area_um2) }, `${squareMm(run.area_mm2)} (45 nm, its extensions included)`)],
-    ["MACs actual / algorithmic", `${formatValue(run.macs_actual, "MACs")} / ${formatValue(run.macs_algorithmic, "MACs")}`],
-    ["MACs skipped / overhead", `${formatValue(run.macs_skipped, "MACs")} / ${formatValue(run.macs_overhead, "MACs")}`],
-    ["DRAM traffic", mib(run.dram_bytes)],
+    ...figureRows(run, baseline, comparison),
   ]);
+}
+
+/** The run's figures: these rows (each with the measures it writes, some best read together),
+ * then every other measure the server declares for a run, a row each, in the server's order. */
+function figureRows(run, baseline, comparison) {
+  const written = [
+    [["accuracy"], "Test accuracy", fmtPercent(run.accuracy)],
+    [[], "Δ accuracy", deltaText(comparison)],
+    [["speedup"], "Speedup", speedupText(run, baseline)],
+    [["energy_ratio"], "Energy ratio", formatValue(run.energy_ratio, "×")],
+    [["total_cycles", "compute_cycles", "stall_cycles"], "Cycles", `${formatValue(run.total_cycles, "cycles")} (${formatValue(run.compute_cycles, "cycles")} array and exposed extension + ${formatValue(run.stall_cycles, "cycles")} stall)`],
+    [["seconds", "seconds_per_step"], "Time", `${fmtSeconds(run.seconds)} for the training, ${fmtSeconds(run.seconds_per_step)} a step (at ${fmtNumber(run.accelerator_config?.clock_mhz ?? null)} MHz)`],
+    [["energy_pj"], "Energy", microjoules(run.energy_pj)],
+    [["area_mm2"], "Area", el("span", { title: areaParts(run.summary?.area_um2) }, `${squareMm(run.area_mm2)} (45 nm, its extensions included)`)],
+    [["macs_actual", "macs_algorithmic"], "MACs actual / algorithmic", `${formatValue(run.macs_actual, "MACs")} / ${formatValue(run.macs_algorithmic, "MACs")}`],
+    [["macs_skipped", "macs_overhead"], "MACs skipped / overhead", `${formatValue(run.macs_skipped, "MACs")} / ${formatValue(run.macs_overhead, "MACs")}`],
+    [["dram_bytes"], "DRAM traffic", mib(run.dram_bytes)],
+  ];
+  const shown = new Set(written.flatMap(([keys]) => keys));
+  const others = runMeasures().filter((m) => !shown.has(m.key))
+    .map((m) => [el("span", { title: m.description, text: m.label }), formatValue(run[m.key] ?? null, m.display_unit)]);
+  return [...written.map(([, term, value]) => [term, value]), ...others];
 }
 
 /** The run's earlier attempts, each ended (failed or cancelled) and then retried. */
@@ -166,22 +178,19 @@ function renderSpec(run) {
   if (run.training_environment) spec.append(keyValueTable("Trained with", run.training_environment));
 }
 
-const LAYER_COLUMNS = [
-  ["Layer", (l) => l.layer],
-  ["Pass", (l) => l.training_pass],
-  ["Role", (l) => l.role],
-  ["MACs actual", (l) => formatValue(l.macs_actual, "MACs"), true],
-  ["MACs skipped", (l) => formatValue(l.macs_skipped, "MACs"), true],
-  ["MACs overhead", (l) => formatValue(l.macs_overhead, "MACs"), true],
-  // total = array + exposed extension + stall (extension work the array's time hides is free)
-  ["Array cycles", (l) => formatValue(l.details.array_cycles ?? null, "cycles"), true],
-  ["Exposed extension", (l) => formatValue(l.details.exposed_extension_cycles ?? null, "cycles"), true],
-  ["Stall cycles", (l) => formatValue(l.stall_cycles, "cycles"), true],
-  ["Total cycles", (l) => formatValue(l.total_cycles, "cycles"), true],
-  ["Utilisation", (l) => fmtPercent(l.utilization), true],
-  ["DRAM", (l) => mib(l.dram_bytes), true],
-  ["Energy", (l) => microjoules(l.energy_pj), true],
-];
+/** The layer table's columns: every layer-pass measure the server declares, then the parts of
+ * the compute cycles (total = array + exposed extension + stall; extension work the array's
+ * time hides is free). */
+function layerColumns() {
+  return [
+    ["Layer", (l) => l.layer],
+    ["Pass", (l) => l.training_pass],
+    ["Role", (l) => l.role],
+    ...layerMeasures().map((m) => [m.label, (l) => formatValue(l[m.key] ?? null, m.display_unit), true]),
+    ["Array cycles", (l) => formatValue(l.details.array_cycles ?? null, "cycles"), true],
+    ["Exposed extension", (l) => formatValue(l.details.exposed_extension_cycles ?? null, "cycles"), true],
+  ];
+}
 
 function renderLayers(run) {
   const box = document.getElementById("layers");
@@ -190,10 +199,11 @@ function renderLayers(run) {
     box.append(el("p", { class: "muted", text: run.status === "done" ? "no layer results stored" : `no results yet (${run.status})` }));
     return;
   }
+  const columns = layerColumns();
   box.append(el("table", { class: "data", id: "layer-table" },
-    el("thead", {}, el("tr", {}, LAYER_COLUMNS.map(([label]) => el("th", { scope: "col", text: label })))),
+    el("thead", {}, el("tr", {}, columns.map(([label]) => el("th", { scope: "col", text: label })))),
     el("tbody", {}, run.layers.map((layer) => el("tr", {},
-      LAYER_COLUMNS.map(([, value, num]) => el("td", { class: num ? "num" : undefined, text: value(layer) })))))));
+      columns.map(([, value, num]) => el("td", { class: num ? "num" : undefined, text: value(layer) })))))));
 }
 
 /** A declared figure's label; any other per-layer key as written, underscores as spaces. */

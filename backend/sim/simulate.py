@@ -94,7 +94,12 @@ from backend.sim.systolic import (
 )
 from backend.sim.workload import GemmOp, Workload
 from backend.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
-from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig, EnergyTable
+from backend.specs.accelerator import (
+    ACCELERATOR_FIELDS,
+    EXTENSIONS,
+    AcceleratorConfig,
+    field_value,
+)
 
 
 @dataclass(frozen=True)
@@ -191,7 +196,9 @@ class ConfigColumns(dict[str, np.ndarray]):
         def column(values: list[object]) -> np.ndarray:
             return np.asarray(values).reshape(-1, 1)
 
-        columns = cls({name: column([_attr(a, name) for a in accels]) for name in CONFIG_FIELDS})
+        columns = cls(
+            {name: column([field_value(a, name) for a in accels]) for name in CONFIG_FIELDS}
+        )
         columns["dataflow"] = column([DATAFLOW_CODES[a.dataflow] for a in accels])
         columns["extension_overlap"] = column([a.extension_overlap == "overlapped" for a in accels])
         columns["conv_operand_traffic"] = column(
@@ -206,12 +213,6 @@ class ConfigColumns(dict[str, np.ndarray]):
     @property
     def count(self) -> int:
         return len(self["rows"])
-
-
-def _attr(obj: object, dotted: str) -> object:
-    for part in dotted.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def simulate(workload: Workload, accel: AcceleratorConfig) -> SimulationResult:
@@ -669,25 +670,12 @@ def _results(
     ]
 
 
-CONFIG_FIELDS = (
-    "rows",
-    "cols",
-    "ifmap_sram_kib",
-    "filter_sram_kib",
-    "ofmap_sram_kib",
-    "dram_bandwidth",
-    "word_bytes",
-    "mcache.enabled",
-    "mcache.lookups_per_cycle",
-    "mcache.lookup_latency",
-    "mcache.projection_macs_per_cycle",
-    "zero_skipping.enabled",
-    "gradient_predictor.enabled",
-    "gradient_predictor.macs_per_cycle",
-    "clock_mhz",
-    "storage.index_bits",
-    "storage.dense_fallback",
-    *(f"energy.{name}" for name in EnergyTable.model_fields),
+# Every number and flag of an accelerator (AcceleratorConfig's int, float and bool fields, by
+# dotted path) but its area table's, which only the area model reads (backend.sim.area).
+CONFIG_FIELDS = tuple(
+    path
+    for path, info in ACCELERATOR_FIELDS.items()
+    if info.annotation in (int, float, bool) and not path.startswith("area.")
 )
 
 

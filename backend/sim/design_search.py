@@ -44,7 +44,6 @@ from backend.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_component
 from backend.sim.pareto import front_2d, front_3d
 from backend.sim.results import ENERGY_LEVELS
 from backend.sim.simulate import ConfigColumns, simulate_columns
-from backend.sim.systolic import DATAFLOW_CODES
 from backend.sim.workload import Workload
 from backend.specs.accelerator import AcceleratorConfig, field_value
 from backend.specs.design_search import (
@@ -290,9 +289,7 @@ def design_columns(hardware: AcceleratorConfig, table: Mapping[str, np.ndarray])
         }
     )
     for path, values in table.items():
-        if path == "dataflow":
-            values = np.asarray([DATAFLOW_CODES[v] for v in values], dtype=np.int64)
-        columns[path] = values.reshape(-1, 1)
+        columns[path] = ConfigColumns.column(path, values)
     return columns
 
 

@@ -52,8 +52,10 @@ get their columns from simulate_columns, so a design's figures in a search are s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -186,29 +188,26 @@ def _feeders(ops: list[GemmOp]) -> list[int]:
 
 class ConfigColumns(dict[str, np.ndarray]):
     """The accelerators' fields the simulator reads, by dotted name, each a (P, 1) column:
-    CONFIG_FIELDS as they are, and coded: "dataflow" (DATAFLOW_CODES), "extension_overlap"
-    (True: overlapped), "conv_operand_traffic" (True: tensor), "storage.<kind>"
-    (backend.sim.memory.STORAGE_CODES). A design search fills them from arrays of designs
-    (backend.sim.design_search) without building a config per design."""
+    CONFIG_FIELDS as they are, and the choice fields of CHOICE_CODES coded. A design search
+    fills them from arrays of designs (backend.sim.design_search) without building a config per
+    design."""
 
     @classmethod
     def of(cls, accels: list[AcceleratorConfig]) -> ConfigColumns:
-        def column(values: list[object]) -> np.ndarray:
-            return np.asarray(values).reshape(-1, 1)
+        return cls(
+            {
+                path: cls.column(path, [field_value(a, path) for a in accels])
+                for path in (*CONFIG_FIELDS, *CHOICE_CODES)
+            }
+        )
 
-        columns = cls(
-            {name: column([field_value(a, name) for a in accels]) for name in CONFIG_FIELDS}
-        )
-        columns["dataflow"] = column([DATAFLOW_CODES[a.dataflow] for a in accels])
-        columns["extension_overlap"] = column([a.extension_overlap == "overlapped" for a in accels])
-        columns["conv_operand_traffic"] = column(
-            [a.conv_operand_traffic == "tensor" for a in accels]
-        )
-        for kind in STORAGE_KINDS:
-            columns[f"storage.{kind}"] = column(
-                [STORAGE_CODES[getattr(a.storage, kind)] for a in accels]
-            )
-        return columns
+    @staticmethod
+    def column(path: str, values: Sequence[Any] | np.ndarray) -> np.ndarray:
+        """The values of the field at `path` as a (P, 1) column, a choice field's coded."""
+        codes = CHOICE_CODES.get(path)
+        if codes is not None:
+            values = [codes[value] for value in values]
+        return np.asarray(values).reshape(-1, 1)
 
     @property
     def count(self) -> int:
@@ -677,6 +676,13 @@ CONFIG_FIELDS = tuple(
     for path, info in ACCELERATOR_FIELDS.items()
     if info.annotation in (int, float, bool) and not path.startswith("area.")
 )
+# The choice (Literal) fields the simulator reads, each value coded as a number or a flag.
+CHOICE_CODES: dict[str, Mapping[str, int | bool]] = {
+    "dataflow": DATAFLOW_CODES,
+    "extension_overlap": {"overlapped": True, "serial": False},
+    "conv_operand_traffic": {"tensor": True, "im2col": False},
+    **{f"storage.{kind}": STORAGE_CODES for kind in STORAGE_KINDS},
+}
 
 
 def _labels(workload: Workload) -> list[tuple[str, str, str, int]]:

@@ -160,7 +160,6 @@ def area_components(table: AreaTable, f: AreaFields, mcache: McacheSize) -> dict
         "mcache_comparators": 0.0,
         "projection_unit": 0.0,
         "gradient_predictor": 0.0,
-        "vector_unit": f["vector_lanes"] * mac_um2(table, word_bytes),
     }
     if f["zero_skipping.enabled"]:
         index_bits = f["storage.index_bits"]

@@ -340,9 +340,6 @@ class AcceleratorConfig(_Spec):
         description="clock frequency in MHz; 1 MHz (slower than any accelerator) to 10 GHz "
         "(beyond any CMOS logic clock)",
     )
-    vector_lanes: Annotated[int, Hardware(unit="lanes", searchable=True, area=True)] = Field(
-        0, ge=0, le=4096, description="lanes of a vector unit beside the array, a MAC each; 0: none"
-    )
     storage: OperandStorage = Field(default_factory=OperandStorage)
     energy: EnergyTable = Field(default_factory=EnergyTable)
     area: AreaTable = Field(default_factory=AreaTable)

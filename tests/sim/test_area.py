@@ -109,10 +109,3 @@ def test_a_config_stored_before_the_area_table_still_validates() -> None:
     stored = PRESETS["edge"].model_dump()
     del stored["area"]
     assert AcceleratorConfig.model_validate(stored).area == AreaTable()
-
-
-def test_a_vector_unit_adds_a_mac_per_lane() -> None:
-    edge = PRESETS["edge"].with_extensions([])
-    with_lanes = area(edge.model_copy(update={"vector_lanes": 64}))
-    assert with_lanes.components["vector_unit"] == 64 * (7700 + 4184)
-    assert with_lanes.total_um2 - area(edge).total_um2 == pytest.approx(1.1 * 64 * (7700 + 4184))

@@ -3,6 +3,8 @@
 The process node is 45 nm, the node of the energy table (Horowitz, ISSCC 2014). The per-component
 figures are the accelerator's `area` table (backend/specs/accelerator.py: AreaTable), whose
 docstring gives each default's source; a user may edit them per accelerator, as the energy table.
+The accelerator fields the model reads are those declared with `area` (Hardware), AREA_FIELDS: a
+field declared so reaches `area()` and a design search's batched area alike.
 
 Sourced (through the table): the multiplier and adder areas by precision, the register bit, the
 comparator and the SRAM area per KiB. Everything below that says how they are combined is

@@ -2,7 +2,11 @@
 extensions.
 
 This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
-nothing but pydantic. Every field is a design-space dimension a user may sweep.
+nothing but pydantic. Every field is a design-space dimension a user may sweep. A field declares
+with it (`Hardware`, as Annotated metadata) its unit, whether a hardware design search may sweep
+it and whether the area model reads it; the search fields, the simulator's and the area model's
+inputs and the pages' units all derive from those declarations (README: "Adding an accelerator
+field").
 
 An accelerator's extensions (`mcache`, `zero_skipping`, `gradient_predictor`: its fields of
 type `HardwareExtension`) say what hardware it offers. The simulator takes a config literally and

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,6 @@ from backend.specs.accelerator import (
     ACCELERATOR_FIELDS,
     AcceleratorConfig,
     AreaTable,
-    field_value,
     hardware,
 )
 
@@ -118,20 +118,19 @@ def pe_um2(table: AreaTable, word_bytes: int) -> float:
 AREA_FIELDS: tuple[str, ...] = tuple(path for path in ACCELERATOR_FIELDS if hardware(path).area)
 
 
-class AreaFields(dict[str, Any]):
-    """The values of AREA_FIELDS, by dotted path. Each number is a scalar or, for many designs
-    at once, a numpy array (backend.sim.design_search): the arithmetic is the same."""
+_AREA_VALUES = attrgetter(*AREA_FIELDS)
+# The values of AREA_FIELDS, by dotted path. Each number is a scalar or, for many designs at
+# once, a numpy array (backend.sim.design_search): the arithmetic is the same.
+AreaFields = dict[str, Any]
 
-    @classmethod
-    def of(cls, accel: AcceleratorConfig, designs: Mapping[str, Any] | None = None) -> AreaFields:
-        """`accel`'s values, but those `designs` holds (dotted path -> array of the designs')."""
-        designs = designs or {}
-        return cls(
-            {
-                path: designs[path] if path in designs else field_value(accel, path)
-                for path in AREA_FIELDS
-            }
-        )
+
+def area_fields(accel: AcceleratorConfig, designs: Mapping[str, Any] | None = None) -> AreaFields:
+    """`accel`'s AreaFields, but those `designs` holds (dotted path -> array of the designs')."""
+    fields = dict(zip(AREA_FIELDS, _AREA_VALUES(accel), strict=True))
+    for path, values in (designs or {}).items():
+        if path in fields:
+            fields[path] = values
+    return fields
 
 
 def mcache_um2(table: AreaTable, f: AreaFields, size: McacheSize) -> tuple[Any, Any]:
@@ -186,5 +185,5 @@ def area_components(table: AreaTable, f: AreaFields, mcache: McacheSize) -> dict
 def area(accel: AcceleratorConfig, mcache: McacheSize | None = None) -> AreaBreakdown:
     """The accelerator's area by component; `mcache`: the MCACHE geometry the run's training
     uses (`McacheSize()` when None)."""
-    components = area_components(accel.area, AreaFields.of(accel), mcache or McacheSize())
+    components = area_components(accel.area, area_fields(accel), mcache or McacheSize())
     return AreaBreakdown({name: float(value) for name, value in components.items()})

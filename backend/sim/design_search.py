@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from backend.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_components
+from backend.sim.area import UM2_PER_MM2, McacheSize, area_components, area_fields
 from backend.sim.pareto import front_2d, front_3d
 from backend.sim.results import ENERGY_LEVELS
 from backend.sim.simulate import ConfigColumns, simulate_columns
@@ -298,7 +298,7 @@ def design_area_mm2(
 ) -> np.ndarray:
     """area(design, mcache).area_mm2 of each design, as arrays."""
     count = len(next(iter(table.values())))
-    fields = AreaFields.of(hardware, table)
+    fields = area_fields(hardware, table)
     total = sum(area_components(hardware.area, fields, mcache).values())
     return np.broadcast_to(total / UM2_PER_MM2, (count,))
 

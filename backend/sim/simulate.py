@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -100,7 +101,6 @@ from backend.specs.accelerator import (
     ACCELERATOR_FIELDS,
     EXTENSIONS,
     AcceleratorConfig,
-    field_value,
 )
 
 
@@ -196,7 +196,7 @@ class ConfigColumns(dict[str, np.ndarray]):
     def of(cls, accels: list[AcceleratorConfig]) -> ConfigColumns:
         return cls(
             {
-                path: cls.column(path, [field_value(a, path) for a in accels])
+                path: cls.column(path, list(map(attrgetter(path), accels)))
                 for path in (*CONFIG_FIELDS, *CHOICE_CODES)
             }
         )

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, model_validator
@@ -411,10 +412,7 @@ def hardware(path: str) -> Hardware:
 
 def field_value(config: AcceleratorConfig, path: str) -> Any:
     """The value of the accelerator field at dotted `path`."""
-    value: Any = config
-    for part in path.split("."):
-        value = getattr(value, part)
-    return value
+    return attrgetter(path)(config)
 
 
 def _paper_accelerator(**fields: Any) -> AcceleratorConfig:

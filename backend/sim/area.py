@@ -48,16 +48,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
-from backend.specs.accelerator import (
-    ACCELERATOR_FIELDS,
-    AcceleratorConfig,
-    AreaTable,
-    hardware,
-)
+from backend.specs.accelerator import ACCELERATOR_FIELDS, AcceleratorConfig, AreaTable, hardware
 
 REGISTERS_PER_PE = 3
 UM2_PER_MM2 = 1e6
@@ -116,12 +111,11 @@ def pe_um2(table: AreaTable, word_bytes: int) -> float:
 # The accelerator fields the area model reads: those AcceleratorConfig declares with `area`
 # (Hardware), by dotted path. Its per-component figures are the accelerator's area table.
 AREA_FIELDS: tuple[str, ...] = tuple(path for path in ACCELERATOR_FIELDS if hardware(path).area)
+_AREA_VALUES = attrgetter(*AREA_FIELDS)  # a config's values of them all, in one call
 
-
-_AREA_VALUES = attrgetter(*AREA_FIELDS)
 # The values of AREA_FIELDS, by dotted path. Each number is a scalar or, for many designs at
 # once, a numpy array (backend.sim.design_search): the arithmetic is the same.
-AreaFields = dict[str, Any]
+AreaFields: TypeAlias = dict[str, Any]
 
 
 def area_fields(accel: AcceleratorConfig, designs: Mapping[str, Any] | None = None) -> AreaFields:

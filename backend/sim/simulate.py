@@ -97,11 +97,7 @@ from backend.sim.systolic import (
 )
 from backend.sim.workload import GemmOp, Workload
 from backend.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
-from backend.specs.accelerator import (
-    ACCELERATOR_FIELDS,
-    EXTENSIONS,
-    AcceleratorConfig,
-)
+from backend.specs.accelerator import ACCELERATOR_FIELDS, EXTENSIONS, AcceleratorConfig
 
 
 @dataclass(frozen=True)

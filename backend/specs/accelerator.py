@@ -5,8 +5,8 @@ This is the simulator core's input vocabulary, shared with the API and the CLI, 
 nothing but pydantic. Every field is a design-space dimension a user may sweep. A field declares
 with it (`Hardware`, as Annotated metadata) its unit, whether a hardware design search may sweep
 it and whether the area model reads it; the search fields, the simulator's and the area model's
-inputs and the pages' units all derive from those declarations (README: "Adding an accelerator
-field").
+inputs and the units the design-space page shows all derive from those declarations (README:
+"Adding an accelerator field").
 
 An accelerator's extensions (`mcache`, `zero_skipping`, `gradient_predictor`: its fields of
 type `HardwareExtension`) say what hardware it offers. The simulator takes a config literally and
@@ -102,7 +102,7 @@ class Hardware:
       (the design-space page reads it there);
     - searchable: a design search may sweep it (backend/specs/design_search.py: SEARCH_FIELDS);
       an int field takes whole values, a Literal field is a choice among its values;
-    - area: the area model reads it (backend/sim/area.py: AreaFields).
+    - area: the area model reads it (backend/sim/area.py: AREA_FIELDS).
 
     Every number and flag of an accelerator, declared so or not, reaches the simulator
     (backend/sim/simulate.py: CONFIG_FIELDS).

@@ -3,6 +3,8 @@
 The process node is 45 nm, the node of the energy table (Horowitz, ISSCC 2014). The per-component
 figures are the accelerator's `area` table (backend/specs/accelerator.py: AreaTable), whose
 docstring gives each default's source; a user may edit them per accelerator, as the energy table.
+The accelerator fields the model reads are those declared with `area` (Hardware), AREA_FIELDS: a
+field declared so reaches `area()` and a design search's batched area alike.
 
 Sourced (through the table): the multiplier and adder areas by precision, the register bit, the
 comparator and the SRAM area per KiB. Everything below that says how they are combined is
@@ -43,12 +45,14 @@ Not counted: DRAM and its PHY, pads, clock tree, leakage.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import Any, TypeAlias
 
 import numpy as np
 
-from backend.specs.accelerator import AcceleratorConfig, AreaTable
+from backend.specs.accelerator import ACCELERATOR_FIELDS, AcceleratorConfig, AreaTable, hardware
 
 REGISTERS_PER_PE = 3
 UM2_PER_MM2 = 1e6
@@ -104,82 +108,70 @@ def pe_um2(table: AreaTable, word_bytes: int) -> float:
     return mac_um2(table, word_bytes) + REGISTERS_PER_PE * 8 * word_bytes * table.register_bit
 
 
-@dataclass(frozen=True)
-class AreaFields:
-    """The fields of an accelerator its area depends on. Each number is a scalar or, for many
-    designs at once, a numpy array (backend.sim.design_search): the arithmetic is the same."""
+# The accelerator fields the area model reads: those AcceleratorConfig declares with `area`
+# (Hardware), by dotted path. Its per-component figures are the accelerator's area table.
+AREA_FIELDS: tuple[str, ...] = tuple(path for path in ACCELERATOR_FIELDS if hardware(path).area)
+_AREA_VALUES = attrgetter(*AREA_FIELDS)  # a config's values of them all, in one call
 
-    table: AreaTable
-    word_bytes: int
-    index_bits: int
-    rows: Any
-    cols: Any
-    sram_kib: Any  # ifmap + filter + ofmap
-    zero_skipping: bool
-    mcache: bool
-    lookups_per_cycle: Any
-    projection_macs_per_cycle: Any
-    gradient_predictor: bool
-    predictor_macs_per_cycle: Any
-
-    @classmethod
-    def of(cls, accel: AcceleratorConfig) -> AreaFields:
-        return cls(
-            table=accel.area,
-            word_bytes=accel.word_bytes,
-            index_bits=accel.storage.index_bits,
-            rows=accel.rows,
-            cols=accel.cols,
-            sram_kib=accel.ifmap_sram_kib + accel.filter_sram_kib + accel.ofmap_sram_kib,
-            zero_skipping=accel.zero_skipping.enabled,
-            mcache=accel.mcache.enabled,
-            lookups_per_cycle=accel.mcache.lookups_per_cycle,
-            projection_macs_per_cycle=accel.mcache.projection_macs_per_cycle,
-            gradient_predictor=accel.gradient_predictor.enabled,
-            predictor_macs_per_cycle=accel.gradient_predictor.macs_per_cycle,
-        )
+# The values of AREA_FIELDS, by dotted path. Each number is a scalar or, for many designs at
+# once, a numpy array (backend.sim.design_search): the arithmetic is the same.
+AreaFields: TypeAlias = dict[str, Any]
 
 
-def mcache_um2(f: AreaFields, size: McacheSize) -> tuple[Any, Any]:
+def area_fields(accel: AcceleratorConfig, designs: Mapping[str, Any] | None = None) -> AreaFields:
+    """`accel`'s AreaFields, but those `designs` holds (dotted path -> array of the designs')."""
+    fields = dict(zip(AREA_FIELDS, _AREA_VALUES(accel), strict=True))
+    for path, values in (designs or {}).items():
+        if path in fields:
+            fields[path] = values
+    return fields
+
+
+def mcache_um2(table: AreaTable, f: AreaFields, size: McacheSize) -> tuple[Any, Any]:
     """(entries as SRAM, tag comparators) of the MCACHE, in µm²."""
-    table = f.table
     ways = size.associativity
     lru_bits = math.ceil(math.log2(ways)) if ways > 1 else 0
-    entry_bits = size.signature_bits + 1 + lru_bits + 8 * f.word_bytes
+    entry_bits = size.signature_bits + 1 + lru_bits + 8 * f["word_bytes"]
     sram = size.entries * entry_bits * table.sram_kib / (8 * 1024)
-    ports = np.where(f.lookups_per_cycle == 0, f.rows, f.lookups_per_cycle)
+    lookup_ports = f["mcache.lookups_per_cycle"]
+    ports = np.where(lookup_ports == 0, f["rows"], lookup_ports)
     comparators = ports * ways * comparator_um2(table, size.signature_bits)
     return sram, comparators
 
 
-def area_components(f: AreaFields, mcache: McacheSize) -> dict[str, Any]:
+def area_components(table: AreaTable, f: AreaFields, mcache: McacheSize) -> dict[str, Any]:
     """Each component's area in µm², scalars or arrays as `f`'s numbers are."""
-    table = f.table
-    word_bits = 8 * f.word_bytes
-    pes = f.rows * f.cols
+    word_bytes, rows, cols = f["word_bytes"], f["rows"], f["cols"]
+    word_bits = 8 * word_bytes
+    pes = rows * cols
+    sram_kib = f["ifmap_sram_kib"] + f["filter_sram_kib"] + f["ofmap_sram_kib"]
     components = {
-        "pe_array": pes * pe_um2(table, f.word_bytes),
-        "column_units": f.cols * (mac_um2(table, f.word_bytes) + comparator_um2(table, word_bits)),
-        "edge_fifos": (f.rows + f.cols) * table.edge_fifo_words * word_bits * table.register_bit,
-        "sram": f.sram_kib * table.sram_kib,
+        "pe_array": pes * pe_um2(table, word_bytes),
+        "column_units": cols * (mac_um2(table, word_bytes) + comparator_um2(table, word_bits)),
+        "edge_fifos": (rows + cols) * table.edge_fifo_words * word_bits * table.register_bit,
+        "sram": sram_kib * table.sram_kib,
         "zero_skipping": 0.0,
         "mcache_sram": 0.0,
         "mcache_comparators": 0.0,
         "projection_unit": 0.0,
         "gradient_predictor": 0.0,
     }
-    if f.zero_skipping:
-        index_bits = f.index_bits
+    if f["zero_skipping.enabled"]:
+        index_bits = f["storage.index_bits"]
         index_unit = index_bits * table.register_bit + comparator_um2(table, index_bits)
         codec = comparator_um2(table, word_bits) + index_unit
-        components["zero_skipping"] = pes * index_unit + (f.rows + f.cols) * codec
-    if f.mcache:
-        sram, comparators = mcache_um2(f, mcache)
+        components["zero_skipping"] = pes * index_unit + (rows + cols) * codec
+    if f["mcache.enabled"]:
+        sram, comparators = mcache_um2(table, f, mcache)
         components["mcache_sram"] = sram
         components["mcache_comparators"] = comparators
-        components["projection_unit"] = f.projection_macs_per_cycle * mac_um2(table, f.word_bytes)
-    if f.gradient_predictor:
-        components["gradient_predictor"] = f.predictor_macs_per_cycle * pe_um2(table, f.word_bytes)
+        components["projection_unit"] = f["mcache.projection_macs_per_cycle"] * mac_um2(
+            table, word_bytes
+        )
+    if f["gradient_predictor.enabled"]:
+        components["gradient_predictor"] = f["gradient_predictor.macs_per_cycle"] * pe_um2(
+            table, word_bytes
+        )
     components["interconnect"] = table.interconnect_fraction * sum(components.values())
     return components
 
@@ -187,5 +179,5 @@ def area_components(f: AreaFields, mcache: McacheSize) -> dict[str, Any]:
 def area(accel: AcceleratorConfig, mcache: McacheSize | None = None) -> AreaBreakdown:
     """The accelerator's area by component; `mcache`: the MCACHE geometry the run's training
     uses (`McacheSize()` when None)."""
-    components = area_components(AreaFields.of(accel), mcache or McacheSize())
+    components = area_components(accel.area, area_fields(accel), mcache or McacheSize())
     return AreaBreakdown({name: float(value) for name, value in components.items()})

@@ -35,18 +35,17 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from backend.sim.area import UM2_PER_MM2, AreaFields, McacheSize, area_components
+from backend.sim.area import UM2_PER_MM2, McacheSize, area_components, area_fields
 from backend.sim.pareto import front_2d, front_3d
 from backend.sim.results import ENERGY_LEVELS
 from backend.sim.simulate import ConfigColumns, simulate_columns
-from backend.sim.systolic import DATAFLOW_CODES
 from backend.sim.workload import Workload
-from backend.specs.accelerator import AcceleratorConfig
+from backend.specs.accelerator import AcceleratorConfig, field_value
 from backend.specs.design_search import (
     CHOICE_FIELDS,
     FIGURES,
@@ -102,7 +101,7 @@ def design_table(search: DesignSearch, start: int, stop: int) -> dict[str, np.nd
     samples = index[~in_grid] - grid
     table = {}
     for position, (path, axis) in enumerate(search.parameters.items()):
-        default = _base_value(base, path)
+        default = field_value(base, path)
         grid_values = (
             _typed(path, grid_axes[path])[digits[path]]
             if path in grid_axes
@@ -142,13 +141,6 @@ def _typed(path: str, values: Sequence[Any]) -> np.ndarray:
         out[:] = list(values)
         return out
     return np.asarray([float(v) for v in values], dtype=np.float64)
-
-
-def _base_value(base: AcceleratorConfig, path: str) -> Any:
-    value: Any = base
-    for part in path.split("."):
-        value = getattr(value, part)
-    return value
 
 
 def design_at(search: DesignSearch, index: int) -> AcceleratorConfig:
@@ -297,9 +289,7 @@ def design_columns(hardware: AcceleratorConfig, table: Mapping[str, np.ndarray])
         }
     )
     for path, values in table.items():
-        if path == "dataflow":
-            values = np.asarray([DATAFLOW_CODES[v] for v in values], dtype=np.int64)
-        columns[path] = values.reshape(-1, 1)
+        columns[path] = ConfigColumns.column(path, values)
     return columns
 
 
@@ -307,22 +297,9 @@ def design_area_mm2(
     hardware: AcceleratorConfig, table: Mapping[str, np.ndarray], mcache: McacheSize
 ) -> np.ndarray:
     """area(design, mcache).area_mm2 of each design, as arrays."""
-    fields = AreaFields.of(hardware)
     count = len(next(iter(table.values())))
-
-    def value(path: str) -> Any:
-        return table[path] if path in table else _base_value(hardware, path)
-
-    fields = replace(
-        fields,
-        rows=value("rows"),
-        cols=value("cols"),
-        sram_kib=value("ifmap_sram_kib") + value("filter_sram_kib") + value("ofmap_sram_kib"),
-        lookups_per_cycle=value("mcache.lookups_per_cycle"),
-        projection_macs_per_cycle=value("mcache.projection_macs_per_cycle"),
-        predictor_macs_per_cycle=value("gradient_predictor.macs_per_cycle"),
-    )
-    total = sum(area_components(fields, mcache).values())
+    fields = area_fields(hardware, table)
+    total = sum(area_components(hardware.area, fields, mcache).values())
     return np.broadcast_to(total / UM2_PER_MM2, (count,))
 
 
@@ -380,7 +357,7 @@ def evaluate_chunk(
     table = design_table(search, start, stop)
     base = search.base_config
     sram = sum(
-        table[path].astype(np.float64) if path in table else float(_base_value(base, path))
+        table[path].astype(np.float64) if path in table else float(field_value(base, path))
         for path in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
     ) * np.ones(len(index))
     limits = search.constraints

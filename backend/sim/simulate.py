@@ -52,8 +52,11 @@ get their columns from simulate_columns, so a design's figures in a search are s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +97,7 @@ from backend.sim.systolic import (
 )
 from backend.sim.workload import GemmOp, Workload
 from backend.sim.zero_skipping import gated_mac_fraction, lane_steps, lane_tile_is_rows, other_folds
-from backend.specs.accelerator import EXTENSIONS, AcceleratorConfig, EnergyTable
+from backend.specs.accelerator import ACCELERATOR_FIELDS, EXTENSIONS, AcceleratorConfig
 
 
 @dataclass(frozen=True)
@@ -181,37 +184,30 @@ def _feeders(ops: list[GemmOp]) -> list[int]:
 
 class ConfigColumns(dict[str, np.ndarray]):
     """The accelerators' fields the simulator reads, by dotted name, each a (P, 1) column:
-    CONFIG_FIELDS as they are, and coded: "dataflow" (DATAFLOW_CODES), "extension_overlap"
-    (True: overlapped), "conv_operand_traffic" (True: tensor), "storage.<kind>"
-    (backend.sim.memory.STORAGE_CODES). A design search fills them from arrays of designs
-    (backend.sim.design_search) without building a config per design."""
+    CONFIG_FIELDS as they are, and the choice fields of CHOICE_CODES coded. A design search
+    fills them from arrays of designs (backend.sim.design_search) without building a config per
+    design."""
 
     @classmethod
     def of(cls, accels: list[AcceleratorConfig]) -> ConfigColumns:
-        def column(values: list[object]) -> np.ndarray:
-            return np.asarray(values).reshape(-1, 1)
-
-        columns = cls({name: column([_attr(a, name) for a in accels]) for name in CONFIG_FIELDS})
-        columns["dataflow"] = column([DATAFLOW_CODES[a.dataflow] for a in accels])
-        columns["extension_overlap"] = column([a.extension_overlap == "overlapped" for a in accels])
-        columns["conv_operand_traffic"] = column(
-            [a.conv_operand_traffic == "tensor" for a in accels]
+        return cls(
+            {
+                path: cls.column(path, list(map(attrgetter(path), accels)))
+                for path in (*CONFIG_FIELDS, *CHOICE_CODES)
+            }
         )
-        for kind in STORAGE_KINDS:
-            columns[f"storage.{kind}"] = column(
-                [STORAGE_CODES[getattr(a.storage, kind)] for a in accels]
-            )
-        return columns
+
+    @staticmethod
+    def column(path: str, values: Sequence[Any] | np.ndarray) -> np.ndarray:
+        """The values of the field at `path` as a (P, 1) column, a choice field's coded."""
+        codes = CHOICE_CODES.get(path)
+        if codes is not None:
+            values = [codes[value] for value in values]
+        return np.asarray(values).reshape(-1, 1)
 
     @property
     def count(self) -> int:
         return len(self["rows"])
-
-
-def _attr(obj: object, dotted: str) -> object:
-    for part in dotted.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def simulate(workload: Workload, accel: AcceleratorConfig) -> SimulationResult:
@@ -670,26 +666,20 @@ def _results(
     ]
 
 
-CONFIG_FIELDS = (
-    "rows",
-    "cols",
-    "ifmap_sram_kib",
-    "filter_sram_kib",
-    "ofmap_sram_kib",
-    "dram_bandwidth",
-    "word_bytes",
-    "mcache.enabled",
-    "mcache.lookups_per_cycle",
-    "mcache.lookup_latency",
-    "mcache.projection_macs_per_cycle",
-    "zero_skipping.enabled",
-    "gradient_predictor.enabled",
-    "gradient_predictor.macs_per_cycle",
-    "clock_mhz",
-    "storage.index_bits",
-    "storage.dense_fallback",
-    *(f"energy.{name}" for name in EnergyTable.model_fields),
+# Every number and flag of an accelerator (AcceleratorConfig's int, float and bool fields, by
+# dotted path) but its area table's, which only the area model reads (backend.sim.area).
+CONFIG_FIELDS = tuple(
+    path
+    for path, info in ACCELERATOR_FIELDS.items()
+    if info.annotation in (int, float, bool) and not path.startswith("area.")
 )
+# The choice (Literal) fields the simulator reads, each value coded as a number or a flag.
+CHOICE_CODES: dict[str, Mapping[str, int | bool]] = {
+    "dataflow": DATAFLOW_CODES,
+    "extension_overlap": {"overlapped": True, "serial": False},
+    "conv_operand_traffic": {"tensor": True, "im2col": False},
+    **{f"storage.{kind}": STORAGE_CODES for kind in STORAGE_KINDS},
+}
 
 
 def _labels(workload: Workload) -> list[tuple[str, str, str, int]]:

@@ -2,7 +2,11 @@
 extensions.
 
 This is the simulator core's input vocabulary, shared with the API and the CLI, so it depends on
-nothing but pydantic. Every field is a design-space dimension a user may sweep.
+nothing but pydantic. Every field is a design-space dimension a user may sweep. A field declares
+with it (`Hardware`, as Annotated metadata) its unit, whether a hardware design search may sweep
+it and whether the area model reads it; the search fields, the simulator's and the area model's
+inputs and the units the design-space page shows all derive from those declarations (README:
+"Adding an accelerator field").
 
 An accelerator's extensions (`mcache`, `zero_skipping`, `gradient_predictor`: its fields of
 type `HardwareExtension`) say what hardware it offers. The simulator takes a config literally and
@@ -53,9 +57,14 @@ adagp-like (ADA-GP, MICRO 2023):
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Literal
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, model_validator
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from backend.specs.titles import field_title
 
@@ -82,6 +91,34 @@ MIN_DRAM_WORDS_PER_CYCLE, MAX_DRAM_WORDS_PER_CYCLE = 0.001, float(1 << 16)
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, field_title_generator=field_title)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the design tools know of an accelerator field, declared with it
+    (`rows: Annotated[int, Hardware(unit="PEs", searchable=True, area=True)] = Field(...)`):
+
+    - unit: the unit of its values, shown beside them; the JSON schema carries it as "unit"
+      (the design-space page reads it there);
+    - searchable: a design search may sweep it (backend/specs/design_search.py: SEARCH_FIELDS);
+      an int field takes whole values, a Literal field is a choice among its values;
+    - area: the area model reads it (backend/sim/area.py: AREA_FIELDS).
+
+    Every number and flag of an accelerator, declared so or not, reaches the simulator
+    (backend/sim/simulate.py: CONFIG_FIELDS).
+    """
+
+    unit: str | None = None
+    searchable: bool = False
+    area: bool = False
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        if self.unit is not None:
+            schema["unit"] = self.unit
+        return schema
 
 
 class EnergyTable(_Spec):
@@ -158,22 +195,26 @@ class McacheHardware(HardwareExtension):
     accelerator field; the accelerator sets how fast lookups go.
     """
 
-    enabled: bool = Field(True, description="whether the accelerator has an MCACHE")
-    lookup_latency: int = Field(
+    enabled: Annotated[bool, Hardware(area=True)] = Field(
+        True, description="whether the accelerator has an MCACHE"
+    )
+    lookup_latency: Annotated[int, Hardware(unit="cycles")] = Field(
         1,
         ge=0,
         le=64,
         description="cycles from a lookup's issue to its hit/miss answer; at most 64 (an on-chip "
         "cache answers within tens of cycles)",
     )
-    lookups_per_cycle: int = Field(
+    lookups_per_cycle: Annotated[int, Hardware(searchable=True, area=True)] = Field(
         0,
         ge=0,
         le=1024,
         description="MCACHE lookup ports; 0 = one per PE row (each row looks up its next vector); "
         "at most 1024, one per row of the largest array",
     )
-    projection_macs_per_cycle: int = Field(
+    projection_macs_per_cycle: Annotated[
+        int, Hardware(unit="MACs/cycle", searchable=True, area=True)
+    ] = Field(
         0,
         ge=0,
         le=1 << 20,
@@ -197,14 +238,18 @@ RETIRED_MCACHE_FIELDS = frozenset({"mcache_entries", "mcache_ways"})
 class ZeroSkipping(HardwareExtension):
     """A sparsity-aware dataflow that skips MACs whose streamed operand is zero."""
 
-    enabled: bool = Field(True, description="whether PEs skip zero operands")
+    enabled: Annotated[bool, Hardware(area=True)] = Field(
+        True, description="whether PEs skip zero operands"
+    )
 
 
 class GradientPredictorUnit(HardwareExtension):
     """The ADA-GP extension: a small unit that runs the gradient predictors."""
 
-    enabled: bool = Field(True, description="whether the accelerator has a predictor unit")
-    macs_per_cycle: int = Field(
+    enabled: Annotated[bool, Hardware(area=True)] = Field(
+        True, description="whether the accelerator has a predictor unit"
+    )
+    macs_per_cycle: Annotated[int, Hardware(unit="MACs/cycle", searchable=True, area=True)] = Field(
         256,
         ge=1,
         le=1 << 20,
@@ -232,7 +277,7 @@ class OperandStorage(_Spec):
     activations: StorageFormat = Field("dense", description="inputs and outputs of layers")
     gradients: StorageFormat = Field("dense", description="output, input and weight gradients")
     weights: StorageFormat = Field("dense", description="layer weights")
-    index_bits: int = Field(
+    index_bits: Annotated[int, Hardware(unit="bits", area=True)] = Field(
         16,
         ge=1,
         le=64,
@@ -258,32 +303,34 @@ class AcceleratorConfig(_Spec):
     name: str = Field(
         "custom", min_length=1, max_length=64, description="label for tables and charts"
     )
-    rows: int = Field(
+    rows: Annotated[int, Hardware(unit="PEs", searchable=True, area=True)] = Field(
         32, ge=1, le=1024, description="systolic array rows (PEs); 1 to 1024 (4x a TPU's)"
     )
-    cols: int = Field(
+    cols: Annotated[int, Hardware(unit="PEs", searchable=True, area=True)] = Field(
         32, ge=1, le=1024, description="systolic array columns (PEs); 1 to 1024 (4x a TPU's)"
     )
-    dataflow: Dataflow = Field(
+    dataflow: Annotated[Dataflow, Hardware(searchable=True)] = Field(
         "os",
         description="output-, weight- or input-stationary systolic GEMM, or 'row': 1-D "
         "convolutions of input rows with kernel rows (convolutions; other GEMMs run as 'os')",
     )
-    ifmap_sram_kib: int = Field(
+    ifmap_sram_kib: Annotated[int, Hardware(unit="KiB", searchable=True, area=True)] = Field(
         64, ge=1, le=1 << 20, description="input-operand SRAM in KiB" + _SRAM
     )
-    filter_sram_kib: int = Field(
+    filter_sram_kib: Annotated[int, Hardware(unit="KiB", searchable=True, area=True)] = Field(
         64, ge=1, le=1 << 20, description="weight-operand SRAM in KiB" + _SRAM
     )
-    ofmap_sram_kib: int = Field(64, ge=1, le=1 << 20, description="output SRAM in KiB" + _SRAM)
-    dram_bandwidth: float = Field(
+    ofmap_sram_kib: Annotated[int, Hardware(unit="KiB", searchable=True, area=True)] = Field(
+        64, ge=1, le=1 << 20, description="output SRAM in KiB" + _SRAM
+    )
+    dram_bandwidth: Annotated[float, Hardware(unit="words/cycle", searchable=True)] = Field(
         8.0,
         ge=MIN_DRAM_WORDS_PER_CYCLE,
         le=MAX_DRAM_WORDS_PER_CYCLE,
         description="DRAM bandwidth in words per cycle; 0.001 (one word per thousand cycles, "
         "slower than any memory interface) to 65536 (beyond any HBM stack)",
     )
-    word_bytes: int = Field(
+    word_bytes: Annotated[int, Hardware(unit="bytes", area=True)] = Field(
         4, ge=1, le=8, description="bytes per operand word; 1 to 8 (8- to 64-bit operands)"
     )
     conv_operand_traffic: ConvOperandTraffic = Field(
@@ -291,7 +338,7 @@ class AcceleratorConfig(_Spec):
         description="convolution operands moved as im2col matrices (SCALE-Sim) or as the real "
         "feature maps with windows formed on chip",
     )
-    clock_mhz: float = Field(
+    clock_mhz: Annotated[float, Hardware(unit="MHz", searchable=True)] = Field(
         500.0,
         ge=MIN_CLOCK_MHZ,
         le=MAX_CLOCK_MHZ,
@@ -330,11 +377,42 @@ class AcceleratorConfig(_Spec):
         return self.model_copy(update=update)
 
 
+def _is_model(info: FieldInfo, kind: type[BaseModel] = BaseModel) -> bool:
+    return isinstance(info.annotation, type) and issubclass(info.annotation, kind)
+
+
 EXTENSIONS: tuple[str, ...] = tuple(
     name
     for name, info in AcceleratorConfig.model_fields.items()
-    if isinstance(info.annotation, type) and issubclass(info.annotation, HardwareExtension)
+    if _is_model(info, HardwareExtension)
 )
+
+
+def leaf_fields(model: type[BaseModel], prefix: str = "") -> dict[str, FieldInfo]:
+    """The fields of `model` that hold a value, those of its nested models included, by dotted
+    path ("rows", "mcache.lookups_per_cycle")."""
+    leaves: dict[str, FieldInfo] = {}
+    for name, info in model.model_fields.items():
+        if _is_model(info):
+            leaves |= leaf_fields(info.annotation, f"{prefix}{name}.")  # type: ignore[arg-type]
+        else:
+            leaves[prefix + name] = info
+    return leaves
+
+
+# Every value of an accelerator config by dotted path: what the design tools read (Hardware).
+ACCELERATOR_FIELDS: dict[str, FieldInfo] = leaf_fields(AcceleratorConfig)
+
+
+def hardware(path: str) -> Hardware:
+    """What the accelerator field at `path` declares (Hardware() where it declares nothing)."""
+    declared = (m for m in ACCELERATOR_FIELDS[path].metadata if isinstance(m, Hardware))
+    return next(declared, Hardware())
+
+
+def field_value(config: AcceleratorConfig, path: str) -> Any:
+    """The value of the accelerator field at dotted `path`."""
+    return attrgetter(path)(config)
 
 
 def _paper_accelerator(**fields: Any) -> AcceleratorConfig:

@@ -16,8 +16,10 @@ stated:
   finite axis uniformly, an interval uniformly or log-uniformly); "both" is the grid over the
   finite axes (an interval axis keeps the base design's value there) followed by the random
   samples over every axis.
-- Integer fields (array size, SRAM KiB, unit rates) take integer values: listed or ranged values
-  must be whole numbers, sampled values are rounded (half to even) whatever the axis's `integer`.
+- The search fields are those AcceleratorConfig declares searchable (backend/specs/accelerator.py:
+  Hardware). Integer fields (array size, SRAM KiB, unit rates: the int ones) take integer values:
+  listed or ranged values must be whole numbers, sampled values are rounded (half to even)
+  whatever the axis's `integer`.
 - `samples` counts only in "random" and "both" mode.
 - Objectives default to all three (time, energy, area): a 3-D front.
 - Constraints apply per technique (a design's area and energy depend on the technique's hardware
@@ -28,39 +30,29 @@ stated:
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
+from backend.specs.accelerator import (
+    ACCELERATOR_FIELDS,
+    PRESETS,
+    AcceleratorConfig,
+    check_preset,
+    hardware,
+)
 from backend.specs.axes import Scalar, SweepAxis
 
-# The hardware fields a search may vary (dotted paths into AcceleratorConfig).
-SEARCH_FIELDS: tuple[str, ...] = (
-    "rows",
-    "cols",
-    "dataflow",
-    "ifmap_sram_kib",
-    "filter_sram_kib",
-    "ofmap_sram_kib",
-    "dram_bandwidth",
-    "clock_mhz",
-    "mcache.lookups_per_cycle",
-    "mcache.projection_macs_per_cycle",
-    "gradient_predictor.macs_per_cycle",
+# The hardware fields a search may vary: those AcceleratorConfig declares searchable (Hardware),
+# by dotted path. An int field takes whole values; a Literal field is a choice among its values.
+SEARCH_FIELDS: tuple[str, ...] = tuple(
+    path for path in ACCELERATOR_FIELDS if hardware(path).searchable
 )
-CHOICE_FIELDS = frozenset({"dataflow"})
 INTEGER_FIELDS = frozenset(
-    {
-        "rows",
-        "cols",
-        "ifmap_sram_kib",
-        "filter_sram_kib",
-        "ofmap_sram_kib",
-        "mcache.lookups_per_cycle",
-        "mcache.projection_macs_per_cycle",
-        "gradient_predictor.macs_per_cycle",
-    }
+    path for path in SEARCH_FIELDS if ACCELERATOR_FIELDS[path].annotation is int
+)
+CHOICE_FIELDS = frozenset(
+    path for path in SEARCH_FIELDS if get_origin(ACCELERATOR_FIELDS[path].annotation) is Literal
 )
 Objective = Literal["time", "energy", "area"]
 # Every design's figures, in this order, with their units: seconds of the whole training, joules

@@ -1,12 +1,12 @@
 // How a searched design's numbers read: its figures (time, energy, area as the server declares
-// them, GET /searches/{id}/sample `measures`), its total SRAM and its searched accelerator fields,
-// each through the project's number formatter.
+// them, GET /searches/{id}/sample `measures`), its total SRAM and its searched accelerator fields
+// (in the unit each declares in the API's JSON schema), each through the project's number
+// formatter.
 
 import { formatValue } from "./format.js";
 
 // The formatter's unit for each unit the search's figures are stored in, and the factor to it.
 const FORMAT_UNIT = { s: ["s", 1], J: ["pJ", 1e12], "mm²": ["mm²", 1], KiB: ["bytes", 1024] };
-const FIELD_UNIT = { clock_mhz: "MHz", dram_bandwidth: "words/cycle" };
 
 export const FIGURE_LABEL = { time_s: "time", energy_j: "energy", area_mm2: "area", sram_kib: "SRAM" };
 export const FIGURE_UNIT = { time_s: "s", energy_j: "J", area_mm2: "mm²", sram_kib: "KiB" };
@@ -17,11 +17,14 @@ export function figureText(key, value) {
   return formatValue(typeof value === "number" ? value * factor : value, unit);
 }
 
-/** A searched field's value: SRAM sizes in bytes' steps, clock and bandwidth with their units. */
-export function fieldText(path, value) {
+/** A searched field's value in its declared `unit`: one the formatter scales (KiB: in bytes'
+ * steps) through it, any other written after the number. */
+export function fieldText(value, unit) {
   if (typeof value !== "number") return String(value);
-  if (path.endsWith("_sram_kib")) return formatValue(value * 1024, "bytes");
-  const unit = FIELD_UNIT[path];
+  if (unit in FORMAT_UNIT) {
+    const [formatted, factor] = FORMAT_UNIT[unit];
+    return formatValue(value * factor, formatted);
+  }
   return unit ? `${formatValue(value)} ${unit}` : formatValue(value);
 }
 

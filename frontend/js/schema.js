@@ -1,4 +1,5 @@
-// Reading the API's JSON schema (/api/openapi.json): components by name, nullable unwrapping.
+// Reading the API's JSON schema (/api/openapi.json): components by name, nullable unwrapping, the
+// units fields declare.
 
 let cached = null;
 
@@ -31,4 +32,16 @@ export function defaultOf(prop, schemas) {
     return nested;
   }
   return undefined;
+}
+
+/** The unit each field of component `name` declares ("unit" in its schema), by dotted path into
+ * its nested objects: {clock_mhz: "MHz", "mcache.projection_macs_per_cycle": "MACs/cycle", …}. */
+export function fieldUnits(schemas, name, prefix = "") {
+  const units = {};
+  for (const [key, prop] of Object.entries(schemas[name]?.properties || {})) {
+    const nested = refName(prop);
+    if (nested) Object.assign(units, fieldUnits(schemas, nested, `${prefix}${key}.`));
+    else if (prop.unit) units[prefix + key] = prop.unit;
+  }
+  return units;
 }

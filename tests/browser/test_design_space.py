@@ -24,6 +24,7 @@ from playwright.sync_api import Browser, Page
 from backend.db.models import DesignSearchRow, Experiment, User
 from backend.db.session import session_scope
 from backend.numbers import format_value
+from backend.specs.accelerator import hardware
 from backend.specs.experiment import ExperimentSpec
 from tests.browser.conftest import ConsoleLog, Server
 from tests.pipeline.conftest import TINY_TRAINING
@@ -287,7 +288,11 @@ def test_the_page_follows_the_search_draws_its_designs_and_opens_a_clicked_one(
     assert "On the front of" in page.locator("#design-front").inner_text()
     row = sample["designs"]["index"].index(target["index"])
     fields = page.locator("#design-fields").inner_text()
-    assert f"rows\n{sample['designs']['fields']['rows'][row]}" in fields
+    # Each field in the unit AcceleratorConfig declares for it (the page reads the JSON schema).
+    for path in ("rows", "clock_mhz", "dram_bandwidth"):
+        value = sample["designs"]["fields"][path][row]
+        assert f"{path}\n{format_value(value)} {hardware(path).unit}" in fields
+    assert hardware("ifmap_sram_kib").unit == "KiB"
     sram = sample["designs"]["fields"]["ifmap_sram_kib"][row]
     assert f"ifmap_sram_kib\n{format_value(sram * 1024, 'bytes')}" in fields
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -27,8 +28,8 @@ from backend.sim.lowering import lower_conv2d, lower_linear
 from backend.sim.row_dataflow import gradient_taps, input_taps
 from backend.sim.systolic import DATAFLOW_CODES
 from backend.sim.workload import ConvGeometry
-from backend.specs.accelerator import PRESETS, OperandStorage
-from backend.specs.design_search import DesignSearch
+from backend.specs.accelerator import ACCELERATOR_FIELDS, PRESETS, OperandStorage
+from backend.specs.design_search import CHOICE_FIELDS, SEARCH_FIELDS, DesignSearch
 
 MERCURY_MCACHE = McacheSize(entries=2048, ways=8, signature_bits=40)
 
@@ -128,7 +129,20 @@ BASE = PRESETS["edge"].model_copy(
 )
 
 
+def _bounds_axis(path: str) -> dict:
+    """An axis over a search field's declared bounds (every choice of a choice field)."""
+    info = ACCELERATOR_FIELDS[path]
+    if path in CHOICE_FIELDS:
+        return {"values": list(get_args(info.annotation))}
+    low = next(m.ge for m in info.metadata if hasattr(m, "ge"))
+    high = next(m.le for m in info.metadata if hasattr(m, "le"))
+    return {"values": [low, high]}
+
+
 def _search(**fields: object) -> DesignSearch:
+    """A search over every search field: the ones named below over chosen axes, any other (a
+    field declared searchable later) over its bounds, so each field's batched figures are
+    checked against simulate() and area()."""
     spec: dict = {
         "base": BASE,
         "mode": "both",
@@ -148,6 +162,8 @@ def _search(**fields: object) -> DesignSearch:
             "gradient_predictor.macs_per_cycle": {"low": 16, "high": 512},
         },
     }
+    for path in SEARCH_FIELDS:
+        spec["parameters"].setdefault(path, _bounds_axis(path))
     return DesignSearch.model_validate(spec | fields)
 
 

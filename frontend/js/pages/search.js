@@ -17,6 +17,7 @@ import { FIGURE_LABEL, FIGURE_UNIT, fieldText, figureLine, figureText } from "..
 import { el, formatValue } from "../format.js";
 import { showPageError } from "../page-errors.js";
 import { progressBar } from "../progress.js";
+import { fieldUnits, loadSchemas } from "../schema.js";
 import { loadTechniques } from "../techniques.js";
 
 const searchId = Number(location.pathname.split("/").pop());
@@ -43,6 +44,7 @@ const state = {
   chunksLoaded: -1,
   loadedAt: 0,
   opened: null, // {index, label}
+  units: {}, // accelerator field path -> its declared unit
 };
 
 const count = (n) => formatValue(n);
@@ -120,7 +122,7 @@ function indexDesigns(sample, fronts) {
   state.rowOf = new Map(sample.designs.index.map((index, row) => [index, row]));
   const fields = Object.entries(sample.designs.fields);
   const rowText = sample.designs.index.map((_, row) => [
-    ...fields.map(([path, values]) => `${path}: ${fieldText(path, values[row])}`),
+    ...fields.map(([path, values]) => `${path}: ${fieldText(values[row], state.units[path])}`),
     figureLine("sram_kib", sample.designs.sram_kib[row]),
   ].join("<br>"));
   for (const [label, series] of Object.entries(sample.techniques)) {
@@ -135,10 +137,12 @@ function indexDesigns(sample, fronts) {
 }
 
 async function loadDesigns() {
-  const [sample, fronts] = await Promise.all([
+  const [sample, fronts, schemas] = await Promise.all([
     getJson(`${API}/searches/${searchId}/sample`),
     getJson(`${API}/searches/${searchId}/fronts`),
+    loadSchemas(),
   ]);
+  state.units = fieldUnits(schemas, "AcceleratorConfig");
   indexDesigns(sample, fronts);
   state.loadedAt = Date.now();
   renderBounds();
@@ -380,7 +384,7 @@ function designFields(index) {
   const row = state.rowOf.get(index);
   const list = el("dl", { class: "facts", id: "design-fields" });
   for (const [path, values] of Object.entries(state.sample.designs.fields)) {
-    list.append(el("dt", { text: path }), el("dd", { text: fieldText(path, values[row]) }));
+    list.append(el("dt", { text: path }), el("dd", { text: fieldText(values[row], state.units[path]) }));
   }
   list.append(el("dt", { text: "SRAM (ifmap + filter + ofmap)" }), el("dd", { text: figureText("sram_kib", state.sample.designs.sram_kib[row]) }));
   return list;

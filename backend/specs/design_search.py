@@ -23,6 +23,12 @@ stated:
 - Constraints apply per technique (a design's area and energy depend on the technique's hardware
   and workload); the SRAM bound is on ifmap + filter + ofmap KiB. Infeasible designs are counted,
   not kept.
+- A search has at most MAX_CHUNKS chunks: a `chunk_size` that would make more is refused (422
+  naming the smallest allowed) rather than silently raised, so the chunks a user asked for are
+  the chunks that run, and a client that wants small chunks learns the bound from the answer.
+  The cost a chunk adds is fixed (a message, a claim, a merge under the search's lock), so a
+  bound on their count bounds the rows a search's start inserts and the overhead its workers
+  pay, whatever the design count.
 """
 
 from __future__ import annotations
@@ -68,6 +74,9 @@ Objective = Literal["time", "energy", "area"]
 FIGURES: tuple[Objective, ...] = ("time", "energy", "area")
 MAX_DESIGNS = 1_000_000
 MAX_SAMPLE = 20_000
+# Each chunk costs a message, a claim, a lease and a merge under the search's row lock (tens of
+# milliseconds of work whatever its size), so a search has at most this many.
+MAX_CHUNKS = 1_000
 
 
 class _Spec(BaseModel):
@@ -139,7 +148,12 @@ class DesignSearch(_Spec):
         MAX_SAMPLE, ge=0, le=MAX_SAMPLE, description="designs kept beside the fronts (picture)"
     )
     chunk_size: int = Field(
-        20_000, ge=1, le=100_000, description="designs per chunk a worker evaluates"
+        20_000,
+        ge=1,
+        le=100_000,
+        description=f"designs per chunk a worker evaluates; a search has at most {MAX_CHUNKS:,} "
+        f"chunks, so chunk_size is at least the designs / {MAX_CHUNKS:,} (rounded up): a "
+        "smaller one is refused, naming the smallest allowed",
     )
 
     @field_validator("base")
@@ -167,6 +181,12 @@ class DesignSearch(_Spec):
                 + (f" + {self.samples:,} samples" if self.mode != "grid" else "")
                 + f"); at most {MAX_DESIGNS:,}"
             )
+        if self.chunk_count > MAX_CHUNKS:
+            raise ValueError(
+                f"chunk_size {self.chunk_size:,} splits the search's {total:,} designs into "
+                f"{self.chunk_count:,} chunks; at most {MAX_CHUNKS:,}: chunk_size at least "
+                f"{smallest_chunk_size(total):,}"
+            )
         return self
 
     @property
@@ -188,7 +208,7 @@ class DesignSearch(_Spec):
     def grid_size(self) -> int:
         if self.mode == "random":
             return 0
-        return math.prod(len(values) for values in self.grid_axes.values())
+        return math.prod(axis.value_count() for axis in self.parameters.values() if is_finite(axis))
 
     @property
     def random_count(self) -> int:
@@ -197,6 +217,15 @@ class DesignSearch(_Spec):
     @property
     def design_count(self) -> int:
         return self.grid_size + self.random_count
+
+    @property
+    def chunk_count(self) -> int:
+        return math.ceil(self.design_count / self.chunk_size)
+
+
+def smallest_chunk_size(designs: int) -> int:
+    """The smallest chunk_size that splits `designs` into at most MAX_CHUNKS chunks."""
+    return max(1, math.ceil(designs / MAX_CHUNKS))
 
 
 def _check_axis(base: AcceleratorConfig, path: str, axis: SweepAxis, mode: str) -> None:
@@ -227,11 +256,6 @@ def _check_axis(base: AcceleratorConfig, path: str, axis: SweepAxis, mode: str) 
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     fail(f"value {value!r} is not a number")
         if is_finite(axis):
-            if (
-                axis.values is None
-                and math.floor((axis.stop - axis.start) / axis.step + 1e-9) >= MAX_DESIGNS
-            ):  # type: ignore[operator]
-                fail(f"the range has more than {MAX_DESIGNS:,} values")
             candidates = axis_values(axis, path in INTEGER_FIELDS)
         else:
             candidates = [axis.low, axis.high]  # type: ignore[list-item]

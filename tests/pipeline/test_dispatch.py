@@ -16,8 +16,8 @@ from backend.cli.launcher import worker_command
 from backend.db.models import Experiment, Training
 from backend.db.session import session_scope
 from backend.delivery.claims import claim_training
-from backend.delivery.dispatch import dispatch, next_trainings
-from backend.delivery.queue import QUEUE
+from backend.delivery.dispatch import dispatch, next_messages
+from backend.delivery.queue import QUEUE, TaskName
 from backend.settings import Settings
 from tests.conftest import accounts_service_settings, orrery_env, stop_process
 from tests.pipeline.conftest import TINY_TRAINING
@@ -82,7 +82,7 @@ def test_the_next_training_sent_is_the_other_users(
         with session_scope(url) as db:
             assert claim_training(db, sent[0], "worker") == 1
         with session_scope(url) as db:
-            assert dispatch(db, client.app.state.celery, AHEAD) == [bobs.id]
+            assert dispatch(db, client.app.state.celery, AHEAD) == [(TaskName.TRAIN, bobs.id)]
             assert dispatch(db, client.app.state.celery, AHEAD) == []  # backlog full again
         assert broker.llen(QUEUE) == AHEAD + 1
 
@@ -94,7 +94,9 @@ def test_the_next_training_sent_is_the_other_users(
         carols = [t.id for t in trainings_of(settings, carol)]
         with session_scope(url) as db:
             # In flight: alice 2 (one running, one sent), bob 1, carol 0.
-            assert next_trainings(db, 4) == [carols[0], carols[1], alices[2], alices[3]]
+            assert next_messages(db, 4) == [
+                (TaskName.TRAIN, i) for i in (carols[0], carols[1], alices[2], alices[3])
+            ]
     broker.close()
 
 

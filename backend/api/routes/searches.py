@@ -35,7 +35,7 @@ from backend.api.search_answers import (
 )
 from backend.api.security import CurrentUser
 from backend.db.models import DesignSearchRow, Experiment, SavedAccelerator, User
-from backend.experiments.quota import check_active_runs
+from backend.experiments.quota import check_active_runs, check_active_searches
 from backend.searches import designs, records
 from backend.searches.sending import start_ready_searches
 from backend.specs.design_search import DesignSearch
@@ -68,8 +68,10 @@ def create_search(
     user: CurrentUser,
 ) -> SearchOut:
     """Search hardware designs on the stored workloads of the experiment's trainings: at once
-    when they are all done, else once they are (status `waiting` until then)."""
+    when they are all done, else once they are (status `waiting` until then). 429 when you
+    already have `max_active_searches_per_user` searches waiting or running."""
     records.check_searchable(ExperimentSpec.model_validate(experiment.spec), loc=())
+    check_active_searches(db, user, settings.max_active_searches_per_user)
     row = records.record_search(db, experiment.id, search, user.id)
     db.commit()
     start_ready_searches(db, celery, settings.dispatch_ahead, experiment.id)

@@ -2,7 +2,9 @@
 
 - Queued plus running runs (`max_active_runs_per_user`): a submission or a retry that would take
   its owner over it is refused whole with `QuotaExceeded`. It counts runs, not trainings, so a
-  sweep sharing one training across many techniques counts once per run.
+  sweep sharing one training across many techniques counts once per run. Runs added to an
+  experiment (a retry, a search's design turned into runs) count against the experiment's
+  owner, whoever asks: they are the owner's runs (`check_owner_active_runs`).
 - Queued trainings (`max_queued_trainings_per_user`, default 500): a submission whose trainings
   would take its owner's queued ones over it is refused whole with `QueuedTrainingsExceeded`,
   saying how many of theirs are queued and how many trainings (all users') are queued ahead.
@@ -72,6 +74,21 @@ def check_active_runs(
             f"{what} adds {new_runs} runs to {whose} {active} queued or running ones, "
             f"over the limit of {limit} per user; wait for runs to finish or cancel some"
         )
+
+
+def check_owner_active_runs(
+    db: Session, owner_id: int | None, asker: User, new_runs: int, limit: int, what: str
+) -> None:
+    """`check_active_runs` for runs added to someone's experiment: they count against the
+    experiment's owner, whoever asks (a team member retrying a run, or turning a search's design
+    into runs): the runs are the owner's, listed, dispatched and counted as theirs. Runs of an
+    experiment without an owner (embedded single-user mode, or an owner deleted) count against
+    no one."""
+    owner = db.get(User, owner_id) if owner_id is not None else None
+    if owner is None:
+        return
+    whose = "your" if owner.id == asker.id else "its owner's"
+    check_active_runs(db, owner, new_runs, limit, what=what, whose=whose)
 
 
 def queued_trainings(db: Session, user: User | None = None) -> int:

@@ -35,7 +35,7 @@ from backend.api.search_answers import (
 )
 from backend.api.security import CurrentUser
 from backend.db.models import DesignSearchRow, Experiment, SavedAccelerator, User
-from backend.experiments.quota import check_active_runs, check_active_searches
+from backend.experiments.quota import check_active_searches, check_owner_active_runs
 from backend.searches import designs, records
 from backend.searches.sending import start_ready_searches
 from backend.specs.design_search import DesignSearch
@@ -133,10 +133,12 @@ def design_runs(
     user: CurrentUser,
 ) -> list[RunOut]:
     """Turn a front design into runs: one per training of the experiment, with baselines, on
-    the design's accelerator, simulated by the workers on the stored workloads."""
+    the design's accelerator, simulated by the workers on the stored workloads. The runs are
+    the experiment owner's and count against the owner's quota, whoever asks (429 over it)."""
     experiment = search.experiment
     new_runs = designs.design_run_count(db, experiment)
-    check_active_runs(db, user, new_runs, settings.max_active_runs_per_user, what="this design")
+    limit = settings.max_active_runs_per_user
+    check_owner_active_runs(db, experiment.owner_id, user, new_runs, limit, what="this design")
     runs = designs.design_runs(db, celery, experiment, search, design_index)
     return [RunOut.model_validate(run) for run in runs]
 

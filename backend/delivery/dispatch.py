@@ -154,18 +154,41 @@ def next_messages(db: Session, limit: int) -> list[Message]:
     in_flight = (
         select(flying.c.owner_id, func.count().label("n")).group_by(flying.c.owner_id).subquery()
     )
-    candidates = union_all(
-        _waiting(_trainings(), TaskName.TRAIN, Training.id, Training.created_at, literal(0)).where(
-            waiting_for_dispatch()
-        ),
-        _waiting(
-            _chunks(),
-            TaskName.SEARCH_CHUNK,
-            SearchChunk.id,
-            DesignSearchRow.started_at,
-            SearchChunk.position,
-        ).where(chunk_waiting()),
-    ).subquery()
+    # A search's chunks go in their order, so no more than its first `limit` waiting ones can
+    # be picked: only the `limit` positions from its first waiting chunk are ranked, not every
+    # waiting chunk of every search (a chunk taken back, queued again behind sent ones, may
+    # leave fewer in that window; the next dispatch goes on from there).
+    first = (
+        select(func.min(SearchChunk.position))
+        .where(
+            SearchChunk.search_id == DesignSearchRow.id,
+            SearchChunk.status == "queued",
+            SearchChunk.sent_at.is_(None),
+        )
+        .scalar_subquery()
+    )
+    # MATERIALIZED: found once per running search (an index probe each), not once per chunk.
+    searches = (
+        select(DesignSearchRow.id.label("search_id"), first.label("first"))
+        .where(DesignSearchRow.status == "running")
+        .cte("first_waiting")
+        .prefix_with("MATERIALIZED")
+    )
+    trainings = _waiting(
+        _trainings(), TaskName.TRAIN, Training.id, Training.created_at, literal(0)
+    ).where(waiting_for_dispatch())
+    chunks = _waiting(
+        _chunks().join(searches, searches.c.search_id == SearchChunk.search_id),
+        TaskName.SEARCH_CHUNK,
+        SearchChunk.id,
+        DesignSearchRow.started_at,
+        SearchChunk.position,
+    ).where(
+        chunk_waiting(),
+        SearchChunk.position >= searches.c.first,
+        SearchChunk.position < searches.c.first + limit,
+    )
+    candidates = union_all(trainings, chunks).subquery()
     order = (candidates.c.since, candidates.c.position, candidates.c.task, candidates.c.id)
     turn = func.row_number().over(partition_by=candidates.c.owner_id, order_by=order)
     waiting = (

@@ -22,8 +22,8 @@ old as its search's start; a search's chunks go in their order. In SQL: each wai
 rank among its owner's waiting ones (by age, then position) plus its owner's count in flight,
 lowest first. Picking several at once therefore deals them out round-robin between owners, and
 a user with one training waits for at most the backlog and the messages already running,
-however many trainings or chunks another user has queued: with chunks of a few seconds, about
-one chunk's time. Messages without an owner (embedded single-user mode, where every request acts
+however many trainings or chunks another user has queued: with chunks of a few seconds and a
+backlog of twice the worker processes, about two chunks' time. Messages without an owner (embedded single-user mode, where every request acts
 as the local user, or an owner deleted since) are one more owner; with a single user this is
 first in, first out, as before.
 

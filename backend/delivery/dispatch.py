@@ -23,9 +23,9 @@ rank among its owner's waiting ones (by age, then position) plus its owner's cou
 lowest first. Picking several at once therefore deals them out round-robin between owners, and
 a user with one training waits for at most the backlog and the messages already running,
 however many trainings or chunks another user has queued: with chunks of a few seconds and a
-backlog of twice the worker processes, about two chunks' time. Messages without an owner (embedded single-user mode, where every request acts
-as the local user, or an owner deleted since) are one more owner; with a single user this is
-first in, first out, as before.
+backlog of twice the worker processes, about two chunks' time. Messages without an owner
+(embedded single-user mode, where every request acts as the local user, or an owner deleted
+since) are one more owner; with a single user this is first in, first out, as before.
 
 Sending. Under a transaction-scoped advisory lock (PostgreSQL; SQLite serialises writers) the
 dispatcher counts the backlog, picks the free slots' messages, and marks each one sent

@@ -67,7 +67,8 @@ def start_ready_searches(
             try:
                 designs = spec_of(search).design_count
             except ValidationError as exc:  # recorded under older, looser bounds
-                fail_search(db, search_id, f"the search's spec is no longer valid: {exc}")
+                reasons = "; ".join(error["msg"] for error in exc.errors())
+                fail_search(db, search_id, f"the search's spec is no longer valid: {reasons}")
             else:
                 if begin_search(db, search_id, ready.trainings, designs):
                     started.append(search_id)

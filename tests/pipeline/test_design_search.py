@@ -293,6 +293,27 @@ def test_a_million_design_search_starts_with_bounded_chunks_and_cancels(
         assert list(statuses) == ["cancelled"]
 
 
+def test_a_waiting_search_recorded_under_looser_bounds_fails_at_its_start(
+    pg_settings: Settings, trained_search: int
+) -> None:
+    """A search recorded before chunks were bounded (chunk_size 1 for 10^6 designs) is not
+    started with a million chunks: it fails, saying why, and the reconciler goes on."""
+    url = pg_settings.effective_database_url
+    experiment_id = search_row(url, trained_search).experiment_id
+    loose = {**DesignSearch.model_validate(SEARCH).model_dump(mode="json")}
+    loose.update(samples=MAX_DESIGNS - 12, chunk_size=1)
+    with session_scope(url) as db:
+        row = DesignSearchRow(experiment_id=experiment_id, spec=loose, status="waiting")
+        db.add(row)
+        db.flush()
+        old_id = row.id
+    report = reconcile_once(pg_settings, make_celery(pg_settings))
+    assert report.searches_started == []
+    old = search_row(url, old_id)
+    assert old.status == "failed" and "chunk_size at least 1,000" in old.error
+    assert chunk_ids(url, old_id) == []
+
+
 def test_search_with_a_real_worker_and_a_front_design_as_runs(
     api: TestClient, pg_settings: Settings, redis_db_url: str, tmp_path: Path
 ) -> None:

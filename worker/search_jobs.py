@@ -75,13 +75,13 @@ def _work(db: Any, chunk: SearchChunk) -> ChunkWork:
         search_id=search.id,
         start=chunk.start,
         stop=chunk.stop,
-        search=DesignSearch.model_validate(search.spec),
+        search=DesignSearch.stored(search.spec),
         workloads={label: Workload.from_dict(t.workload) for label, t in trainings.items()},
         mcache={
             label: extension_sizes(t.technique_params).get("mcache", McacheSize())
             for label, t in trainings.items()
         },
-        baseline_hardware=ExperimentSpec.model_validate(experiment.spec).baseline_hardware,
+        baseline_hardware=ExperimentSpec.stored(experiment.spec).baseline_hardware,
     )
 
 

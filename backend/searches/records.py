@@ -102,7 +102,7 @@ def readiness(db: Session, experiment_id: int) -> Readiness:
     if ended:
         names = ", ".join(f"training {t.id} ({t.technique}) {t.status}" for t in ended)
         return Readiness(failure=f"not every training of the experiment stored a workload: {names}")
-    first_seed = ExperimentSpec.model_validate(experiment.spec).seeds[0]
+    first_seed = ExperimentSpec.stored(experiment.spec).seeds[0]
     chosen: dict[str, int] = {}
     for training in trainings:
         if training.training_config.get("seed") == first_seed:

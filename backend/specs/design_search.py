@@ -24,11 +24,13 @@ stated:
   and workload); the SRAM bound is on ifmap + filter + ofmap KiB. Infeasible designs are counted,
   not kept.
 - A search has at most MAX_CHUNKS chunks: a `chunk_size` that would make more is refused (422
-  naming the smallest allowed) rather than silently raised, so the chunks a user asked for are
+  naming the smallest allowed), and a waiting search recorded under looser bounds fails at its
+  start, rather than the chunk size silently raised, so the chunks a user asked for are
   the chunks that run, and a client that wants small chunks learns the bound from the answer.
   The cost a chunk adds is fixed (a message, a claim, a merge under the search's lock), so a
   bound on their count bounds the rows a search's start inserts and the overhead its workers
-  pay, whatever the design count.
+  pay, whatever the design count. A search recorded before keeps its chunks
+  (`DesignSearch.stored`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,15 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
 from backend.specs.axes import Scalar, SweepAxis
@@ -77,6 +87,8 @@ MAX_SAMPLE = 20_000
 # Each chunk costs a message, a claim, a lease and a merge under the search's row lock (tens of
 # milliseconds of work whatever its size), so a search has at most this many.
 MAX_CHUNKS = 1_000
+# The validation context of a spec read back from the database (`DesignSearch.stored`).
+STORED = {"stored": True}
 
 
 class _Spec(BaseModel):
@@ -156,6 +168,13 @@ class DesignSearch(_Spec):
         "smaller one is refused, naming the smallest allowed",
     )
 
+    @classmethod
+    def stored(cls, spec: dict[str, Any]) -> DesignSearch:
+        """A search's spec as stored: read without the bound on its chunk count, which a
+        search recorded under looser bounds may exceed (started, it runs to its end; waiting,
+        it fails at its start). Every other check applies."""
+        return cls.model_validate(spec, context=STORED)
+
     @field_validator("base")
     @classmethod
     def _known_preset(cls, base: str | AcceleratorConfig) -> str | AcceleratorConfig:
@@ -170,7 +189,7 @@ class DesignSearch(_Spec):
         return objectives
 
     @model_validator(mode="after")
-    def _check_parameters(self) -> DesignSearch:
+    def _check_parameters(self, info: ValidationInfo) -> DesignSearch:
         base = self.base_config
         for path, axis in self.parameters.items():
             _check_axis(base, path, axis, self.mode)
@@ -181,7 +200,7 @@ class DesignSearch(_Spec):
                 + (f" + {self.samples:,} samples" if self.mode != "grid" else "")
                 + f"); at most {MAX_DESIGNS:,}"
             )
-        if self.chunk_count > MAX_CHUNKS:
+        if self.chunk_count > MAX_CHUNKS and not (info.context or {}).get("stored"):
             raise ValueError(
                 f"chunk_size {self.chunk_size:,} splits the search's {total:,} designs into "
                 f"{self.chunk_count:,} chunks; at most {MAX_CHUNKS:,}: chunk_size at least "

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from backend.db.models import DesignSearchRow, Run, SearchChunk, Training
+from backend.db.models import DesignSearchRow, Experiment, Run, SearchChunk, Training
 from backend.db.session import session_scope
 from backend.delivery.leases import LeaseTerms
 from backend.delivery.queue import make_celery
@@ -312,6 +312,27 @@ def test_a_waiting_search_recorded_under_looser_bounds_fails_at_its_start(
     old = search_row(url, old_id)
     assert old.status == "failed" and "chunk_size at least 1,000" in old.error
     assert chunk_ids(url, old_id) == []
+
+
+def test_a_running_search_recorded_under_looser_bounds_runs_to_its_end(
+    api: TestClient, pg_settings: Settings, trained_search: int
+) -> None:
+    """A search started before chunks were bounded (its spec now over the bound, as is its
+    experiment's `search` section) is still read, evaluated and merged to its end."""
+    url = pg_settings.effective_database_url
+    loose = {**search_row(url, trained_search).spec, "samples": 4_988, "chunk_size": 1}
+    with session_scope(url) as db:
+        search = db.get(DesignSearchRow, trained_search)
+        search.spec = loose
+        experiment = db.get(Experiment, search.experiment_id)
+        experiment.spec = {**experiment.spec, "search": loose}
+        experiment_id = experiment.id
+    assert api.get(f"/api/v1/searches/{trained_search}").status_code == 200
+    for chunk_id in chunk_ids(url, trained_search):
+        assert run_chunk_job(url, chunk_id, "t").status == "done"
+    (listed,) = api.get(f"/api/v1/experiments/{experiment_id}/searches").json()
+    assert listed["status"] == "done" and listed["spec"]["chunk_size"] == 1
+    assert api.get(f"/api/v1/searches/{trained_search}/fronts").status_code == 200
 
 
 def test_search_with_a_real_worker_and_a_front_design_as_runs(

@@ -70,7 +70,7 @@ def create_search(
     """Search hardware designs on the stored workloads of the experiment's trainings: at once
     when they are all done, else once they are (status `waiting` until then). 429 when you
     already have `max_active_searches_per_user` searches waiting or running."""
-    records.check_searchable(ExperimentSpec.model_validate(experiment.spec), loc=())
+    records.check_searchable(ExperimentSpec.stored(experiment.spec), loc=())
     check_active_searches(db, user, settings.max_active_searches_per_user)
     row = records.record_search(db, experiment.id, search, user.id)
     db.commit()

@@ -115,12 +115,19 @@ class Settings(BaseSettings):
         description="queued trainings (waiting, not yet running) one user may have at a time; a "
         "submission over it is refused with 429 (backend/experiments/quota.py)",
     )
+    max_active_searches_per_user: int = Field(
+        4,
+        ge=1,
+        description="waiting plus running design searches one user may have started at a time; "
+        "one more is refused with 429 (backend/experiments/quota.py)",
+    )
     dispatch_ahead: int = Field(
         8,
         ge=1,
-        description="trainings sent to the broker and not yet claimed, at most; the rest wait in "
-        "the database and are sent fairly between users, fewest in flight first "
-        "(backend/delivery/dispatch.py); about twice the worker processes of all workers",
+        description="messages (trainings and design search chunks) sent to the broker and not "
+        "yet claimed, at most; the rest wait in the database and are sent fairly between users, "
+        "fewest in flight first (backend/delivery/dispatch.py); about twice the worker "
+        "processes of all workers",
     )
     reconcile_interval: float = Field(
         60, ge=0, description="seconds between the API's reconciler passes (0 turns it off)"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -74,13 +75,13 @@ def _work(db: Any, chunk: SearchChunk) -> ChunkWork:
         search_id=search.id,
         start=chunk.start,
         stop=chunk.stop,
-        search=DesignSearch.model_validate(search.spec),
+        search=DesignSearch.stored(search.spec),
         workloads={label: Workload.from_dict(t.workload) for label, t in trainings.items()},
         mcache={
             label: extension_sizes(t.technique_params).get("mcache", McacheSize())
             for label, t in trainings.items()
         },
-        baseline_hardware=ExperimentSpec.model_validate(experiment.spec).baseline_hardware,
+        baseline_hardware=ExperimentSpec.stored(experiment.spec).baseline_hardware,
     )
 
 
@@ -141,8 +142,11 @@ def run_chunk_job(
     chunk_id: int,
     task_id: str | None = None,
     terms: LeaseTerms = LeaseTerms(),
+    on_claimed: Callable[[], None] | None = None,
 ) -> ChunkOutcome:
-    """Evaluate one chunk under its lease and merge it into its search, at most once."""
+    """Evaluate one chunk under its lease and merge it into its search, at most once;
+    `on_claimed` is called once the claim is committed (its message left the broker's
+    backlog)."""
     with session_scope(database_url) as db:
         chunk = db.get(SearchChunk, chunk_id)
         if chunk is None:
@@ -157,6 +161,8 @@ def run_chunk_job(
         except DETERMINISTIC_ERRORS as exc:
             fail_search(db, search_id, f"search chunk {chunk.position}: {exc}")
             return ChunkOutcome("failed", search_id)
+    if on_claimed is not None:
+        on_claimed()
     with ChunkLease(database_url, chunk_id, attempt, terms.heartbeat_interval) as lease:
         began = time.perf_counter()
         try:

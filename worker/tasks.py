@@ -3,7 +3,8 @@
 A training task dispatches the next trainings (`backend.delivery.dispatch`) once it claimed its
 own, which frees a place in the broker's backlog, and again when it is over; then it starts the
 design searches of its experiment that were waiting for it (`backend.searches.sending`). A
-search chunk task sends its search's next chunks when it is over. A dispatch or start that
+search chunk task dispatches the same way (trainings and chunks share one fair dispatch): once
+it claimed its chunk and when it is over. A dispatch or start that
 fails (database or broker away) is left to the reconciler and never fails the task.
 """
 
@@ -23,7 +24,7 @@ from backend.db.session import session_scope
 from backend.delivery.dispatch import dispatch
 from backend.delivery.leases import LeaseTerms
 from backend.delivery.queue import TaskName
-from backend.searches.sending import send_chunks, start_ready_searches
+from backend.searches.sending import start_ready_searches
 from backend.settings import Settings, get_settings
 from backend.training import Progress
 from worker.app import app
@@ -35,7 +36,8 @@ log = logging.getLogger("orrery.tasks")
 
 
 def dispatch_next(settings: Settings) -> None:
-    """Send the next trainings in their turn; a failure is logged, never raised."""
+    """Send the next trainings and search chunks in their turn; a failure is logged, never
+    raised."""
     try:
         with session_scope(settings.worker_database_url) as db:
             dispatch(db, app, settings.dispatch_ahead)
@@ -55,17 +57,6 @@ def start_searches_after(settings: Settings, training_id: int) -> None:
                 start_ready_searches(db, app, settings.dispatch_ahead, experiment_id)
     except Exception as exc:  # the reconciler's next pass starts them instead
         log.warning("starting searches after training %s failed: %s", training_id, exc)
-
-
-def send_next_chunks(settings: Settings, search_id: int | None) -> None:
-    """Refill the search's window of chunks in the broker; logged, never raised."""
-    if search_id is None:
-        return
-    try:
-        with session_scope(settings.worker_database_url) as db:
-            send_chunks(db, app, search_id, settings.dispatch_ahead)
-    except Exception as exc:  # the reconciler's next pass sends them instead
-        log.warning("sending the next chunks of search %s failed: %s", search_id, exc)
 
 
 @app.task(name=TaskName.PING)
@@ -116,7 +107,11 @@ def search_chunk(self: Task, chunk_id: int) -> dict[str, object]:
     settings = get_settings()
     configure_threads()
     outcome = run_chunk_job(
-        settings.worker_database_url, chunk_id, self.request.id, terms=LeaseTerms.of(settings)
+        settings.worker_database_url,
+        chunk_id,
+        self.request.id,
+        terms=LeaseTerms.of(settings),
+        on_claimed=lambda: dispatch_next(settings),
     )
-    send_next_chunks(settings, outcome.search_id)
+    dispatch_next(settings)
     return {"chunk_id": chunk_id, "status": outcome.status}

@@ -136,7 +136,7 @@ def _result(search: DesignSearchRow) -> dict[str, Any]:
 
 
 def _spec(search: DesignSearchRow) -> DesignSearch:
-    return DesignSearch.model_validate(search.spec)
+    return DesignSearch.stored(search.spec)
 
 
 def search_out(search: DesignSearchRow, progress: Progress, can_edit: bool) -> SearchOut:

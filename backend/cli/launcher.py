@@ -19,7 +19,7 @@ import typer
 
 from backend.cli.output import console
 from backend.db import migrate as migrations
-from backend.delivery.queue import QUEUE, declare_queue
+from backend.delivery.queue import QUEUE, TaskName, declare_queue
 from backend.delivery.supervisor import Supervisor
 from backend.settings import get_settings
 
@@ -150,9 +150,12 @@ def reconcile(
                 f"{len(report.requeued)} re-enqueued {report.requeued or ''}".rstrip()
             )
         if report.dispatched:
-            console.print(
-                f"{len(report.dispatched)} waiting trainings sent in turn {report.dispatched}"
-            )
+            trainings = [i for task, i in report.dispatched if task == TaskName.TRAIN]
+            chunks = [i for task, i in report.dispatched if task == TaskName.SEARCH_CHUNK]
+            if trainings:
+                console.print(f"{len(trainings)} waiting trainings sent in turn {trainings}")
+            if chunks:
+                console.print(f"{len(chunks)} search chunks sent in turn {chunks}")
         if not loop:
             return
         time.sleep(interval)

@@ -67,15 +67,10 @@ from backend.db.models import Run, Training
 from backend.db.session import session_scope
 from backend.delivery.dispatch import dispatch
 from backend.delivery.leases import LeaseTerms, take_back_expired
-from backend.delivery.send import BrokerUnavailable, enqueue_trainings
+from backend.delivery.send import BrokerUnavailable, Message, enqueue_trainings
 from backend.experiments.service import TERMINAL
 from backend.searches.chunks import overdue_chunks, take_back_expired_chunks
-from backend.searches.sending import (
-    resend_chunks,
-    running_searches,
-    send_chunks,
-    start_ready_searches,
-)
+from backend.searches.sending import resend_chunks, start_ready_searches
 from backend.settings import Settings
 
 log = logging.getLogger("orrery.reconcile")
@@ -89,10 +84,10 @@ class Report:
     skipped: str | None = None  # why nothing could be decided
     expired: list[int] = field(default_factory=list)  # leases taken back, queued again
     failed: list[int] = field(default_factory=list)  # leases taken back, out of attempts
-    dispatched: list[int] = field(default_factory=list)  # waiting ones sent in their turn
+    # trainings and search chunks sent in their turn: (task name, id)
+    dispatched: list[Message] = field(default_factory=list)
     chunks_expired: list[int] = field(default_factory=list)  # search chunks taken back
     chunks_resent: list[int] = field(default_factory=list)  # overdue search chunks sent again
-    chunks_sent: list[int] = field(default_factory=list)  # search chunks sent in their window
     searches_started: list[int] = field(default_factory=list)  # waiting searches started
 
 
@@ -163,8 +158,8 @@ def reconcile_once(
             report.requeued = [t.id for t in trainings]
             log.warning("sent %d overdue trainings again: %s", len(overdue), overdue)
         try:
-            report.dispatched = dispatch(db, celery, settings.dispatch_ahead)
             _reconcile_searches(db, celery, settings, grace, report)
+            report.dispatched = dispatch(db, celery, settings.dispatch_ahead)
         except BrokerUnavailable as exc:
             report.skipped = f"broker unreachable: {exc}"
     return report
@@ -174,8 +169,8 @@ def _reconcile_searches(
     db: Session, celery: Celery, settings: Settings, grace: float, report: Report
 ) -> None:
     """The same for design searches (backend/searches/): take back expired chunk leases, send
-    overdue chunks again, refill each running search's window, start the waiting searches
-    whose trainings have all ended."""
+    overdue chunks again, start the waiting searches whose trainings have all ended. Their
+    chunks are sent by the dispatch that follows, in their turn."""
     report.chunks_expired = take_back_expired_chunks(db, LeaseTerms.of(settings))
     db.commit()
     if report.chunks_expired:
@@ -183,8 +178,6 @@ def _reconcile_searches(
     cap = settings.reconcile_grace_max_seconds
     overdue = overdue_chunks(db, datetime.now(UTC), lambda sends: resend_wait(sends, grace, cap))
     report.chunks_resent = resend_chunks(db, celery, overdue)
-    for search_id in running_searches(db):
-        report.chunks_sent += send_chunks(db, celery, search_id, settings.dispatch_ahead)
     report.searches_started = start_ready_searches(db, celery, settings.dispatch_ahead)
 
 

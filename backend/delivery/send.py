@@ -1,4 +1,10 @@
-"""Sending trainings to the workers, and recording each send on the training's row.
+"""Sending trainings and design search chunks to the workers, and recording each send on the
+row.
+
+`mark_and_send` is the one way a first send (fair dispatch, `backend.delivery.dispatch`) and a
+chunk's re-send go out: the row is marked sent before the message, under a condition that only
+one sender can meet. `enqueue_trainings` below re-sends trainings that already had their turn,
+and records the send after it.
 
 A training is sent as a Celery task by name (`backend.delivery.queue.TaskName.TRAIN`) under a
 fresh task id, committed before the send. After the broker accepted the message the training
@@ -74,39 +80,79 @@ def enqueue_trainings(
         raise BrokerUnavailable(f"{type(refused).__name__}: {refused}") from refused
 
 
-def send_marked(
-    db: Session,
-    celery: Celery,
-    task_name: str,
-    table: type[Training] | type[SearchChunk],
-    marked: Sequence[tuple[int, str]],
-) -> list[int]:
-    """Send a task per (row id, task id) already marked sent and committed; the ids sent. At
-    the first send the broker refuses, the rows not sent that are still queued lose their mark
-    (they wait for the next dispatch), and BrokerUnavailable is raised."""
-    sent: list[int] = []
-    for target_id, task_id in marked:
+# What each task is sent for: the table whose row it works on (both have `status`, `task_id`,
+# `sent_at` and `sends`, and are sent while `queued`).
+TASK_TABLES: dict[str, type[Training] | type[SearchChunk]] = {
+    TaskName.TRAIN: Training,
+    TaskName.SEARCH_CHUNK: SearchChunk,
+}
+Message = tuple[str, int]  # (task name, row id)
+
+
+def _sendable(table: type[Training] | type[SearchChunk], resend: bool):  # type: ignore[no-untyped-def]
+    """SQL condition: queued and unsent (first send) or sent (re-send), not being cancelled."""
+    condition = (table.status == "queued") & (
+        table.sent_at.is_not(None) if resend else table.sent_at.is_(None)
+    )
+    if table is Training:
+        condition &= Training.cancel_requested.is_(False)
+    return condition
+
+
+def mark_and_send(
+    db: Session, celery: Celery, messages: Sequence[Message], resend: bool = False
+) -> list[Message]:
+    """Mark each message's row sent (a fresh task id, `sent_at`, `sends` 1, or one more for a
+    re-send) by an UPDATE conditional on it still being queued and unsent (or, re-sending,
+    sent), commit, then send the messages in order; the messages sent.
+
+    The mark is committed before the send, so two senders never send one row twice; at the
+    first send the broker refuses, the rows not yet sent lose their mark (they wait for the
+    next dispatch) and BrokerUnavailable is raised."""
+    now = datetime.now(UTC)
+    marked: list[tuple[str, int, str]] = []
+    for task, row_id in messages:
+        table = TASK_TABLES[task]
+        task_id = str(uuid.uuid4())
+        hit = db.execute(
+            update(table)
+            .where(table.id == row_id, _sendable(table, resend))
+            .values(task_id=task_id, sent_at=now, sends=table.sends + 1 if resend else 1)
+            .execution_options(synchronize_session=False)
+        ).rowcount
+        if hit:
+            marked.append((task, row_id, task_id))
+    db.commit()
+
+    sent: list[Message] = []
+    for task, row_id, task_id in marked:
         try:
             celery.send_task(
-                task_name,
-                args=[target_id],
+                task,
+                args=[row_id],
                 task_id=task_id,
                 retry=True,
                 retry_policy=SEND_RETRY_POLICY,
                 ignore_result=True,
             )
         except Exception as exc:  # kombu raises many connection error types
+            _unmark(db, [(t, i) for t, i, _ in marked if (t, i) not in sent])
+            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        sent.append((task, row_id))
+    return sent
+
+
+def _unmark(db: Session, messages: Sequence[Message]) -> None:
+    for task, table in TASK_TABLES.items():
+        ids = [row_id for t, row_id in messages if t == task]
+        if ids:
             db.execute(
                 update(table)
-                .where(table.id.in_([i for i, _ in marked if i not in sent]))
-                .where(table.status == "queued")
+                .where(table.id.in_(ids), table.status == "queued")
                 .values(sent_at=None, sends=0)
                 .execution_options(synchronize_session=False)
             )
-            db.commit()
-            raise BrokerUnavailable(f"{type(exc).__name__}: {exc}") from exc
-        sent.append(target_id)
-    return sent
+    db.commit()
 
 
 def _record_sends(db: Session, training_ids: list[int], resend: bool) -> None:

@@ -135,7 +135,7 @@ def count_points(spec: ExperimentSpec) -> int:
         return 1
     if sweep.mode == "random":
         return sweep.samples
-    return math.prod(len(axis_values(axis)) for axis in sweep.parameters.values())
+    return math.prod(axis.value_count() for axis in sweep.parameters.values())
 
 
 def count_runs(spec: ExperimentSpec) -> int:

@@ -4,7 +4,7 @@ workers evaluate under leases, merging, progress, cancel, and what a front desig
 - `records`: the search's rows, the trainings it evaluates, its progress, cancelling it;
 - `chunks`: claiming a chunk, holding its lease, storing its result once, taking back expired
   leases;
-- `sending`: the start task and a bounded window of chunk tasks sent to the broker;
+- `sending`: starting a search; its chunks are sent by the fair dispatch, with trainings;
 - `designs`: a front design turned into runs, or saved as the user's own accelerator.
 
 The evaluation itself (design enumeration, fronts, sample, merge) is the simulator core's

@@ -165,7 +165,7 @@ def chunks_left(db: Session, search_id: int) -> int:
 
 
 def take_back_expired_chunks(db: Session, terms: LeaseTerms) -> list[int]:
-    """Queue again (unsent, for the next window) every running chunk whose lease expired, or
+    """Queue again (unsent, for the next dispatch) every running chunk whose lease expired, or
     fail its search once the chunk had its deliveries; the ids queued again. Caller commits."""
     now = _now()
     expired = list(

@@ -122,7 +122,7 @@ def design_trainings(db: Session, experiment_id: int) -> list[Training]:
 
 def design_run_count(db: Session, experiment: Experiment) -> int:
     """How many runs `design_runs` makes for one design."""
-    kinds = len(_baseline_kinds(ExperimentSpec.model_validate(experiment.spec)))
+    kinds = len(_baseline_kinds(ExperimentSpec.stored(experiment.spec)))
     return sum(kinds if t.technique == BASELINE else 1 for t in design_trainings(db, experiment.id))
 
 
@@ -144,7 +144,7 @@ def design_runs(
             f"design {index} of search {search.id} already has runs in experiment "
             f"{experiment.id}: {existing}"
         )
-    spec = ExperimentSpec.model_validate(experiment.spec)
+    spec = ExperimentSpec.stored(experiment.spec)
     trainings = design_trainings(db, experiment.id)
     params = {"accelerator": accel["name"]} | {
         f"accelerator.{path}": value for path, value in design_fields(search, index).items()

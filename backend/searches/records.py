@@ -5,9 +5,10 @@ Model. A search belongs to an experiment and evaluates the stored workloads of t
 experiment's trainings, one per technique set and the baseline, keyed by technique label. It
 is recorded `waiting` and starts once every training of the experiment has ended: when all
 are done it becomes `running` with its designs split into chunks of `chunk_size` (the last one
-shorter); when one failed or was cancelled the search fails, naming it. The start is one
-conditional UPDATE (`waiting` to `running`) with the chunk rows in the same transaction, so
-however often the start task is delivered the chunks are made once. Progress is read from the
+shorter; at most `MAX_CHUNKS` of them, which the spec enforces); when one failed or was
+cancelled the search fails, naming it. The start is one conditional UPDATE (`waiting` to
+`running`) with the chunk rows in the same transaction, so however often the start task is
+delivered the chunks are made once. Progress is read from the
 chunk rows (chunks done / total, designs evaluated: the sizes of the done chunks), never kept as
 a counter, so a chunk delivered twice cannot be counted twice.
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import case, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from backend.db.models import DesignSearchRow, Experiment, SearchChunk, Training
@@ -101,7 +102,7 @@ def readiness(db: Session, experiment_id: int) -> Readiness:
     if ended:
         names = ", ".join(f"training {t.id} ({t.technique}) {t.status}" for t in ended)
         return Readiness(failure=f"not every training of the experiment stored a workload: {names}")
-    first_seed = ExperimentSpec.model_validate(experiment.spec).seeds[0]
+    first_seed = ExperimentSpec.stored(experiment.spec).seeds[0]
     chosen: dict[str, int] = {}
     for training in trainings:
         if training.training_config.get("seed") == first_seed:
@@ -129,9 +130,14 @@ def begin_search(db: Session, search_id: int, trainings: dict[str, int], designs
     if not started:
         return False
     chunk_size = int(search.spec["chunk_size"])
-    db.add_all(
-        SearchChunk(search_id=search_id, position=position, start=start, stop=stop)
-        for position, (start, stop) in enumerate(chunk_bounds(designs, chunk_size))
+    # One multi-row INSERT (at most MAX_CHUNKS rows: the spec bounds them), not ORM objects:
+    # the search's row stays locked by the UPDATE above only for milliseconds.
+    db.execute(
+        insert(SearchChunk),
+        [
+            {"search_id": search_id, "position": position, "start": start, "stop": stop}
+            for position, (start, stop) in enumerate(chunk_bounds(designs, chunk_size))
+        ],
     )
     return True
 

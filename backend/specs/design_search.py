@@ -25,6 +25,14 @@ stated:
 - Constraints apply per technique (a design's area and energy depend on the technique's hardware
   and workload); the SRAM bound is on ifmap + filter + ofmap KiB. Infeasible designs are counted,
   not kept.
+- A search has at most MAX_CHUNKS chunks: a `chunk_size` that would make more is refused (422
+  naming the smallest allowed), and a waiting search recorded under looser bounds fails at its
+  start, rather than the chunk size silently raised, so the chunks a user asked for are
+  the chunks that run, and a client that wants small chunks learns the bound from the answer.
+  The cost a chunk adds is fixed (a message, a claim, a merge under the search's lock), so a
+  bound on their count bounds the rows a search's start inserts and the overhead its workers
+  pay, whatever the design count. A search recorded before keeps its chunks
+  (`DesignSearch.stored`).
 """
 
 from __future__ import annotations
@@ -32,7 +40,15 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from backend.specs.accelerator import (
     ACCELERATOR_FIELDS,
@@ -60,6 +76,11 @@ Objective = Literal["time", "energy", "area"]
 FIGURES: tuple[Objective, ...] = ("time", "energy", "area")
 MAX_DESIGNS = 1_000_000
 MAX_SAMPLE = 20_000
+# Each chunk costs a message, a claim, a lease and a merge under the search's row lock (tens of
+# milliseconds of work whatever its size), so a search has at most this many.
+MAX_CHUNKS = 1_000
+# The validation context of a spec read back from the database (`DesignSearch.stored`).
+STORED = {"stored": True}
 
 
 class _Spec(BaseModel):
@@ -131,8 +152,20 @@ class DesignSearch(_Spec):
         MAX_SAMPLE, ge=0, le=MAX_SAMPLE, description="designs kept beside the fronts (picture)"
     )
     chunk_size: int = Field(
-        20_000, ge=1, le=100_000, description="designs per chunk a worker evaluates"
+        20_000,
+        ge=1,
+        le=100_000,
+        description=f"designs per chunk a worker evaluates; a search has at most {MAX_CHUNKS:,} "
+        f"chunks, so chunk_size is at least the designs / {MAX_CHUNKS:,} (rounded up): a "
+        "smaller one is refused, naming the smallest allowed",
     )
+
+    @classmethod
+    def stored(cls, spec: dict[str, Any]) -> DesignSearch:
+        """A search's spec as stored: read without the bound on its chunk count, which a
+        search recorded under looser bounds may exceed (started, it runs to its end; waiting,
+        it fails at its start). Every other check applies."""
+        return cls.model_validate(spec, context=STORED)
 
     @field_validator("base")
     @classmethod
@@ -148,7 +181,7 @@ class DesignSearch(_Spec):
         return objectives
 
     @model_validator(mode="after")
-    def _check_parameters(self) -> DesignSearch:
+    def _check_parameters(self, info: ValidationInfo) -> DesignSearch:
         base = self.base_config
         for path, axis in self.parameters.items():
             _check_axis(base, path, axis, self.mode)
@@ -158,6 +191,12 @@ class DesignSearch(_Spec):
                 f"the search has {total:,} designs ({self.grid_size:,} grid points"
                 + (f" + {self.samples:,} samples" if self.mode != "grid" else "")
                 + f"); at most {MAX_DESIGNS:,}"
+            )
+        if self.chunk_count > MAX_CHUNKS and not (info.context or {}).get("stored"):
+            raise ValueError(
+                f"chunk_size {self.chunk_size:,} splits the search's {total:,} designs into "
+                f"{self.chunk_count:,} chunks; at most {MAX_CHUNKS:,}: chunk_size at least "
+                f"{smallest_chunk_size(total):,}"
             )
         return self
 
@@ -180,7 +219,7 @@ class DesignSearch(_Spec):
     def grid_size(self) -> int:
         if self.mode == "random":
             return 0
-        return math.prod(len(values) for values in self.grid_axes.values())
+        return math.prod(axis.value_count() for axis in self.parameters.values() if is_finite(axis))
 
     @property
     def random_count(self) -> int:
@@ -189,6 +228,15 @@ class DesignSearch(_Spec):
     @property
     def design_count(self) -> int:
         return self.grid_size + self.random_count
+
+    @property
+    def chunk_count(self) -> int:
+        return math.ceil(self.design_count / self.chunk_size)
+
+
+def smallest_chunk_size(designs: int) -> int:
+    """The smallest chunk_size that splits `designs` into at most MAX_CHUNKS chunks."""
+    return max(1, math.ceil(designs / MAX_CHUNKS))
 
 
 def _check_axis(base: AcceleratorConfig, path: str, axis: SweepAxis, mode: str) -> None:
@@ -219,11 +267,6 @@ def _check_axis(base: AcceleratorConfig, path: str, axis: SweepAxis, mode: str) 
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     fail(f"value {value!r} is not a number")
         if is_finite(axis):
-            if (
-                axis.values is None
-                and math.floor((axis.stop - axis.start) / axis.step + 1e-9) >= MAX_DESIGNS
-            ):  # type: ignore[operator]
-                fail(f"the range has more than {MAX_DESIGNS:,} values")
             candidates = axis_values(axis, path in INTEGER_FIELDS)
         else:
             candidates = [axis.low, axis.high]  # type: ignore[list-item]

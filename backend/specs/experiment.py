@@ -27,7 +27,7 @@ from pydantic import (
 
 from backend.specs.accelerator import PRESETS, AcceleratorConfig, check_preset
 from backend.specs.axes import SweepAxis
-from backend.specs.design_search import DesignSearch
+from backend.specs.design_search import STORED, DesignSearch
 from backend.specs.techniques import TechniqueParams
 from backend.specs.titles import field_title
 from backend.specs.training import TrainingConfig
@@ -111,6 +111,12 @@ class ExperimentSpec(_Spec):
         description="a hardware design search over the stored workloads of the trainings, run "
         "once they are done: the fronts of time, energy and area per technique",
     )
+
+    @classmethod
+    def stored(cls, spec: dict[str, Any]) -> ExperimentSpec:
+        """An experiment's spec as stored: its `search` read as `DesignSearch.stored` reads a
+        search's (without the bounds a spec recorded before them may exceed)."""
+        return cls.model_validate(spec, context=STORED)
 
     @field_validator("accelerators")
     @classmethod

@@ -37,7 +37,9 @@ export async function checkWorkers() {
   }
   box.replaceChildren(
     el("b", { text: "No worker is running. " }),
-    `None has sent a heartbeat within the last ${workers.lease_seconds} s (last one: ${ago(workers.last_beat_at)}). `,
+    `None has sent a heartbeat within the last ${workers.lease_seconds} s` +
+      // Signed-out callers are not told when the last one beat (live is null for them).
+      (workers.live === null ? ". " : ` (last one: ${ago(workers.last_beat_at)}). `),
     "Submitted runs wait in the queue until a worker starts (",
     el("code", { text: "orrery worker" }),
     ").",

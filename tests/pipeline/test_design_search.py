@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from backend.db.models import DesignSearchRow, Run, SearchChunk, Training
+from backend.db.models import DesignSearchRow, Experiment, Run, SearchChunk, Training
 from backend.db.session import session_scope
 from backend.delivery.leases import LeaseTerms
 from backend.delivery.queue import make_celery
@@ -24,7 +24,7 @@ from backend.searches.chunks import claim_chunk, mark_chunk_done
 from backend.settings import Settings
 from backend.sim.design_search import design_at, design_table, evaluate_chunk, merge
 from backend.sim.workload import Workload
-from backend.specs.design_search import DesignSearch
+from backend.specs.design_search import MAX_CHUNKS, MAX_DESIGNS, DesignSearch
 from backend.specs.techniques import extension_sizes
 from tests.conftest import start_worker, stop_process
 from tests.pipeline.conftest import TINY_TRAINING, worker_env
@@ -256,6 +256,85 @@ def test_cancel_stops_a_search(api: TestClient, pg_settings: Settings, trained_s
     assert api.get(f"/api/v1/searches/{trained_search}").status_code == 404
 
 
+def test_a_million_design_search_starts_with_bounded_chunks_and_cancels(
+    api: TestClient, pg_settings: Settings, trained_search: int
+) -> None:
+    """The largest search: its chunks are at most MAX_CHUNKS rows, a window of them is sent,
+    and cancelling ends every one."""
+    url = pg_settings.effective_database_url
+    experiment_id = search_row(url, trained_search).experiment_id
+    big = {**SEARCH, "samples": MAX_DESIGNS - 12, "sample_size": 100}
+    refused = api.post(f"/api/v1/experiments/{experiment_id}/searches", json=big)
+    assert refused.status_code == 422, refused.text
+    assert "chunk_size at least 1,000" in refused.json()["detail"][0]["msg"]
+    made = api.post(
+        f"/api/v1/experiments/{experiment_id}/searches", json={**big, "chunk_size": 1000}
+    )
+    assert made.status_code == 201, made.text
+    search = made.json()
+    assert search["status"] == "running" and search["designs"] == MAX_DESIGNS
+    assert search["progress"]["chunks_total"] == MAX_CHUNKS
+    with session_scope(url) as db:
+        chunks = db.execute(
+            select(SearchChunk.start, SearchChunk.stop, SearchChunk.sent_at)
+            .where(SearchChunk.search_id == search["id"])
+            .order_by(SearchChunk.position)
+        ).all()
+    assert [(start, stop) for start, stop, _ in chunks] == [
+        (start, start + 1000) for start in range(0, MAX_DESIGNS, 1000)
+    ]
+    assert 0 < sum(sent is not None for *_, sent in chunks) <= pg_settings.dispatch_ahead
+    cancelled = api.post(f"/api/v1/searches/{search['id']}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    with session_scope(url) as db:
+        statuses = db.scalars(
+            select(SearchChunk.status).where(SearchChunk.search_id == search["id"]).distinct()
+        )
+        assert list(statuses) == ["cancelled"]
+
+
+def test_a_waiting_search_recorded_under_looser_bounds_fails_at_its_start(
+    pg_settings: Settings, trained_search: int
+) -> None:
+    """A search recorded before chunks were bounded (chunk_size 1 for 10^6 designs) is not
+    started with a million chunks: it fails, saying why, and the reconciler goes on."""
+    url = pg_settings.effective_database_url
+    experiment_id = search_row(url, trained_search).experiment_id
+    loose = {**DesignSearch.model_validate(SEARCH).model_dump(mode="json")}
+    loose.update(samples=MAX_DESIGNS - 12, chunk_size=1)
+    with session_scope(url) as db:
+        row = DesignSearchRow(experiment_id=experiment_id, spec=loose, status="waiting")
+        db.add(row)
+        db.flush()
+        old_id = row.id
+    report = reconcile_once(pg_settings, make_celery(pg_settings))
+    assert report.searches_started == []
+    old = search_row(url, old_id)
+    assert old.status == "failed" and "chunk_size at least 1,000" in old.error
+    assert chunk_ids(url, old_id) == []
+
+
+def test_a_running_search_recorded_under_looser_bounds_runs_to_its_end(
+    api: TestClient, pg_settings: Settings, trained_search: int
+) -> None:
+    """A search started before chunks were bounded (its spec now over the bound, as is its
+    experiment's `search` section) is still read, evaluated and merged to its end."""
+    url = pg_settings.effective_database_url
+    loose = {**search_row(url, trained_search).spec, "samples": 4_988, "chunk_size": 1}
+    with session_scope(url) as db:
+        search = db.get(DesignSearchRow, trained_search)
+        search.spec = loose
+        experiment = db.get(Experiment, search.experiment_id)
+        experiment.spec = {**experiment.spec, "search": loose}
+        experiment_id = experiment.id
+    assert api.get(f"/api/v1/searches/{trained_search}").status_code == 200
+    for chunk_id in chunk_ids(url, trained_search):
+        assert run_chunk_job(url, chunk_id, "t").status == "done"
+    (listed,) = api.get(f"/api/v1/experiments/{experiment_id}/searches").json()
+    assert listed["status"] == "done" and listed["spec"]["chunk_size"] == 1
+    assert api.get(f"/api/v1/searches/{trained_search}/fronts").status_code == 200
+
+
 def test_search_with_a_real_worker_and_a_front_design_as_runs(
     api: TestClient, pg_settings: Settings, redis_db_url: str, tmp_path: Path
 ) -> None:
@@ -335,6 +414,9 @@ def test_search_with_a_real_worker_and_a_front_design_as_runs(
           "cols": {"start": 1, "stop": 1024, "step": 1}}}, ["search"], "at most 1,000,000"),
         ({"samples": 2_000_000}, ["search", "samples"], "1000000"),
         ({"chunk_size": 0}, ["search", "chunk_size"], "greater than or equal to 1"),
+        # 1,000,000 designs in chunks of 999: 1,002 chunks, over the bound.
+        ({"samples": 999_988, "chunk_size": 999}, ["search"], "chunk_size at least 1,000"),
+        ({"samples": 4_988, "chunk_size": 1}, ["search"], "into 5,000 chunks; at most 1,000"),
         ({"sample_size": 20_001}, ["search", "sample_size"], "20000"),
         ({"objectives": ["time"]}, ["search", "objectives"], "at least 2"),
         ({"constraints": {"area_mm2_max": -1}}, ["search", "constraints", "area_mm2_max"], "0"),

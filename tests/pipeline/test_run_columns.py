@@ -217,3 +217,11 @@ def test_summary_groups_by_several_columns_and_counts_who_has_each_figure(
     assert [g["value"][0] for g in by_bits] == [8, 8, 16, 16, None]
     refused = api.get("/api/v1/runs/summary", params={"by": ["technique", "speedup"]})
     assert refused.status_code == 422 and "'speedup' is not a groupable column" in refused.text
+    # Up to three columns, as the run table groups; a fourth is refused naming the field.
+    four = api.get(
+        "/api/v1/runs/summary",
+        params={"by": ["technique", "accelerator_name", "model", "dataset"]},
+    )
+    assert four.status_code == 422, four.text
+    error = four.json()["detail"][0]
+    assert error["loc"] == ["query", "by"] and "at most 3" in error["msg"], error

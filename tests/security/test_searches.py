@@ -6,12 +6,13 @@ search says so (`can_edit`); saved accelerators are their owner's alone."""
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 
-from backend.db.models import DesignSearchRow
+from backend.api.app import create_app
+from backend.db.models import DesignSearchRow, Run, Training
 from backend.db.session import session_scope
 from backend.settings import Settings
-from tests.security.conftest import World
+from tests.security.conftest import BASE_URL, World, spec
 
 
 def _running(settings: Settings, search_id: int) -> None:
@@ -91,3 +92,44 @@ def test_team_viewers_read_members_cancel(
     cancelled = client.post(f"/api/v1/searches/{search_id}/cancel", headers=carol)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     assert cancelled.json()["can_edit"] is True
+
+
+def test_a_members_runs_from_a_design_count_against_the_experiment_owner(
+    world: World, accounts_settings: Settings
+) -> None:
+    """Carol (a member) turns a design of Alice's search into runs of Alice's experiment: the
+    runs are Alice's, so Alice's queued-plus-running quota decides, not Carol's."""
+    url = accounts_settings.effective_database_url
+    with session_scope(url) as db:  # the experiment's trainings stored their workloads
+        db.execute(
+            update(Training)
+            .where(Training.experiment_id == world.experiment_id)
+            .values(status="done", workload={"layers": []})
+        )
+    limited = accounts_settings.model_copy(update={"max_active_runs_per_user": 3})
+    design = f"/api/v1/searches/{world.ids['search_id']}/designs/0/runs"
+    with TestClient(create_app(limited), base_url=BASE_URL) as client:
+        alices = client.post("/api/v1/experiments", json=spec("alice's"), headers=world.alice.auth)
+        assert alices.status_code == 201, alices.text  # 2 runs queued: alice has 2 of 3
+        carols = client.post("/api/v1/experiments", json=spec("carol's"), headers=world.carol.auth)
+        assert carols.status_code == 201, carols.text  # carol has 2 of 3 too
+
+        over = client.post(design, headers=world.carol.auth)
+        assert over.status_code == 429, over.text
+        assert over.json()["detail"] == (
+            "this design adds 2 runs to its owner's 2 queued or running ones, over the limit of "
+            "3 per user; wait for runs to finish or cancel some"
+        )
+        with session_scope(url) as db:
+            assert db.scalar(select(func.count()).select_from(Run)) == 2 + 2 + 2
+
+        # Alice's queue empties: the design's runs fit her quota, whatever Carol has queued.
+        cancel = client.post(
+            f"/api/v1/experiments/{alices.json()['id']}/cancel", headers=world.alice.auth
+        )
+        assert cancel.status_code == 200, cancel.text
+        made = client.post(design, headers=world.carol.auth)
+        assert made.status_code == 201, made.text
+        assert {run["experiment_id"] for run in made.json()} == {world.experiment_id}
+        again = client.post("/api/v1/experiments", json=spec("alice's"), headers=world.alice.auth)
+        assert again.status_code == 429 and "your 2 queued or running" in again.json()["detail"]

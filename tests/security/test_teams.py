@@ -296,3 +296,30 @@ def test_team_viewers_do_not_see_which_worker_ran_an_attempt(
         assert [a["worker"] for a in attempts(editor)] == [f"host-{world.marker}:4242"]
     shown = attempts(world.victor)
     assert [(a["attempt"], a["status"], a["worker"]) for a in shown] == [(1, "failed", None)]
+
+
+def test_a_co_owner_may_remove_the_teams_creator_who_keeps_their_own_work(
+    client: TestClient, world: World
+) -> None:
+    """Owners are equals (the open choice in backend/api/routes/teams.py): a co-owner removes
+    the one who made the team; the team goes on with its other owner, and the creator's
+    experiments stay theirs and the team's, as any removed member's do."""
+    team = f"/api/v1/teams/{world.team_id}"
+    promoted = client.patch(
+        f"{team}/members/{world.carol.id}", json={"role": "owner"}, headers=world.alice.auth
+    )
+    assert promoted.status_code == 200, promoted.text
+    removed = client.delete(f"{team}/members/{world.alice.id}", headers=world.carol.auth)
+    assert removed.status_code == 204, removed.text
+    assert client.get(team, headers=world.alice.auth).status_code == 404
+    members = client.get(team, headers=world.carol.auth).json()["members"]
+    assert {(m["user_id"], m["role"]) for m in members} == {
+        (world.carol.id, "owner"),
+        (world.victor.id, "viewer"),
+    }
+    experiment = f"/api/v1/experiments/{world.experiment_id}"
+    assert client.get(experiment, headers=world.alice.auth).status_code == 200
+    assert client.get(experiment, headers=world.carol.auth).status_code == 200
+    # The last owner still cannot be removed, creator or not.
+    last = client.delete(f"{team}/members/{world.carol.id}", headers=world.carol.auth)
+    assert last.status_code == 409 and "last owner" in last.json()["detail"]

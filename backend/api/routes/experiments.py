@@ -37,7 +37,11 @@ from backend.db.session import session_factory
 from backend.experiments import deletion, service
 from backend.experiments.expand import Expansion, expand
 from backend.experiments.progress import OPEN, experiment_progress, trainings_progress
-from backend.experiments.quota import check_active_runs, check_queued_trainings
+from backend.experiments.quota import (
+    check_active_runs,
+    check_active_searches,
+    check_queued_trainings,
+)
 from backend.searches.records import check_searchable
 from backend.settings import Settings
 from backend.specs.experiment import ExperimentSpec
@@ -107,6 +111,8 @@ def create_experiment(
     check_queued_trainings(
         db, user, len(expansion.trainings), settings.max_queued_trainings_per_user
     )
+    if spec.search is not None:
+        check_active_searches(db, user, settings.max_active_searches_per_user)
     experiment = service.submit(
         db, celery, spec, expansion, owner_id=user.id, dispatch_ahead=settings.dispatch_ahead
     )

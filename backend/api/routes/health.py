@@ -5,13 +5,20 @@ has no Celery remote control to ask). No live worker does not make the service u
 submissions are stored and wait for one; the dashboard shows a banner instead.
 
 The endpoint answers anyone (load balancers, the dashboard's banner): ok or degraded per
-component and the workers' liveness. What each component is and why it failed (the database's
-dialect, the broker's transport, an exception's text, which names hosts and ports) is shown to
-signed-in administrators only (in single-user mode the local user is one).
+component, and whether any worker is alive. Open choice: what else it says depends on who asks.
+- Anonymous callers see `workers.ok` and the lease, not how many workers beat nor when the last
+  one did: a load balancer or a status page needs only ok or not, and the size of the worker
+  fleet and when it last worked tell an outsider how busy and how large the service is.
+- Signed-in users also see `workers.live` and `workers.last_beat_at` (the banner says when the
+  last worker was seen).
+- Administrators also see what each component is and why it failed (the database's dialect, the
+  broker's transport, an exception's text, which names hosts and ports). In single-user mode
+  the local user is one.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -37,8 +44,13 @@ class ComponentHealth(BaseModel):
 
 class WorkersHealth(BaseModel):
     ok: bool = Field(description="at least one worker beat within the lease")
-    live: int = Field(description="workers whose last heartbeat is younger than the lease")
-    last_beat_at: datetime | None = Field(description="the latest heartbeat of any worker")
+    live: int | None = Field(
+        description="workers whose last heartbeat is younger than the lease (signed-in callers "
+        "only; null for others)"
+    )
+    last_beat_at: datetime | None = Field(
+        description="the latest heartbeat of any worker (signed-in callers only)"
+    )
     lease_seconds: float
 
 
@@ -82,31 +94,45 @@ def check_workers(db: DbSession, settings: SettingsDep) -> WorkersHealth | None:
     )
 
 
-def is_administrator(request: Request, db: DbSession, settings: SettingsDep) -> bool:
-    """Whether the request's credentials name an active administrator; no credentials, or
-    credentials that do not work, are anonymous (never a 401: health answers anyone). In
-    single-user mode every request acts as the local user, an administrator."""
+@dataclass(frozen=True)
+class Caller:
+    """What the health check may tell this caller (see the module docstring)."""
+
+    signed_in: bool = False
+    administrator: bool = False
+
+
+def health_caller(request: Request, db: DbSession, settings: SettingsDep) -> Caller:
+    """Who asks: no credentials, or credentials that do not work, are anonymous (never a 401:
+    health answers anyone). In single-user mode every request acts as the local user, an
+    administrator."""
     if settings.single_user_mode:
-        return True
+        return Caller(signed_in=True, administrator=True)
     try:
         caller = caller_now(request, db)
-    except Exception:  # the database is down: then nobody is known to be an administrator
+    except Exception:  # the database is down: then nobody is known
         db.rollback()
-        return False
-    return caller is not None and caller.is_admin and caller.is_active
+        return Caller()
+    if caller is None or not caller.is_active:
+        return Caller()
+    return Caller(signed_in=True, administrator=caller.is_admin)
 
 
 @router.get("/health", response_model=Health, responses={503: {"model": Health}})
 def health(
     request: Request, db: DbSession, celery: CeleryDep, settings: SettingsDep, response: Response
 ) -> Health:
-    """Report whether the database and the broker answer (503 when either does not) and how
-    many workers beat within the lease; what answered, or why not, to administrators only."""
+    """Report whether the database and the broker answer (503 when either does not) and
+    whether any worker beat within the lease; how many and when to signed-in users, what
+    answered, or why not, to administrators only."""
     database = check_database(db)
     broker = check_broker(celery)
     workers = check_workers(db, settings) if database.ok else None
-    if not (database.ok and is_administrator(request, db, settings)):
+    caller = health_caller(request, db, settings) if database.ok else Caller()
+    if not caller.administrator:
         database, broker = ComponentHealth(ok=database.ok), ComponentHealth(ok=broker.ok)
+    if workers is not None and not caller.signed_in:
+        workers = workers.model_copy(update={"live": None, "last_beat_at": None})
     ok = database.ok and broker.ok
     if not ok:
         response.status_code = 503

@@ -49,11 +49,11 @@ from backend.api.schemas import (
     RunRow,
 )
 from backend.api.security import CurrentUser
-from backend.db.models import EpochMetric, Run, Training, User
+from backend.db.models import EpochMetric, Run, Training
 from backend.db.session import session_factory
 from backend.experiments import deletion
 from backend.experiments.progress import OPEN, trainings_progress
-from backend.experiments.quota import check_active_runs
+from backend.experiments.quota import check_owner_active_runs
 from backend.experiments.retry import RunGone, attempt_history, retry_run
 from backend.experiments.service import cancel_run as cancel_open_run
 from backend.sim.pareto import front_2d, front_3d
@@ -281,6 +281,10 @@ def export(
     )
 
 
+# The run table groups by up to three columns; more would split runs into groups of one.
+MAX_GROUP_KEYS = 3
+
+
 def _group_key(by: str) -> Any:
     if by.startswith("param:") and len(by) > len("param:"):
         return Run.params[by.removeprefix("param:")]
@@ -301,9 +305,10 @@ def summary(
     by: Annotated[
         list[str],
         Query(
-            description="one or more groupable columns (technique, model, accelerator_name, "
-            "training.batch_size, mercury.signature_bits, ...: /runs/columns) or swept values "
-            "'param:<path>'; several give one group per combination"
+            max_length=MAX_GROUP_KEYS,
+            description=f"one to {MAX_GROUP_KEYS} groupable columns (technique, model, "
+            "accelerator_name, training.batch_size, mercury.signature_bits, ...: /runs/columns) "
+            "or swept values 'param:<path>'; several give one group per combination",
         ),
     ],
 ) -> list[GroupSummary]:
@@ -439,12 +444,9 @@ def retry(
     """Re-run a failed or cancelled run as its next attempt (whoever may cancel it): the
     attempt that ended is kept in the run's `attempts`, and only this run re-runs (not its
     baseline, nor other runs sharing its training)."""
-    owner_id = run.experiment.owner_id
-    owner = db.get(User, owner_id) if owner_id is not None else None
-    if owner is not None and run.status in ("failed", "cancelled"):
-        whose = "your" if owner.id == user.id else "its owner's"
+    if run.status in ("failed", "cancelled"):
         limit = settings.max_active_runs_per_user
-        check_active_runs(db, owner, 1, limit, what="this retry", whose=whose)
+        check_owner_active_runs(db, run.experiment.owner_id, user, 1, limit, what="this retry")
     run_id = run.id
     retry_run(db, celery, run, retried_by=user.id)
     # Read afresh: the run may have been deleted since the retry committed.

@@ -35,7 +35,7 @@ from backend.api.search_answers import (
 )
 from backend.api.security import CurrentUser
 from backend.db.models import DesignSearchRow, Experiment, SavedAccelerator, User
-from backend.experiments.quota import check_active_runs
+from backend.experiments.quota import check_active_searches, check_owner_active_runs
 from backend.searches import designs, records
 from backend.searches.sending import start_ready_searches
 from backend.specs.design_search import DesignSearch
@@ -68,8 +68,10 @@ def create_search(
     user: CurrentUser,
 ) -> SearchOut:
     """Search hardware designs on the stored workloads of the experiment's trainings: at once
-    when they are all done, else once they are (status `waiting` until then)."""
-    records.check_searchable(ExperimentSpec.model_validate(experiment.spec), loc=())
+    when they are all done, else once they are (status `waiting` until then). 429 when you
+    already have `max_active_searches_per_user` searches waiting or running."""
+    records.check_searchable(ExperimentSpec.stored(experiment.spec), loc=())
+    check_active_searches(db, user, settings.max_active_searches_per_user)
     row = records.record_search(db, experiment.id, search, user.id)
     db.commit()
     start_ready_searches(db, celery, settings.dispatch_ahead, experiment.id)
@@ -131,10 +133,12 @@ def design_runs(
     user: CurrentUser,
 ) -> list[RunOut]:
     """Turn a front design into runs: one per training of the experiment, with baselines, on
-    the design's accelerator, simulated by the workers on the stored workloads."""
+    the design's accelerator, simulated by the workers on the stored workloads. The runs are
+    the experiment owner's and count against the owner's quota, whoever asks (429 over it)."""
     experiment = search.experiment
     new_runs = designs.design_run_count(db, experiment)
-    check_active_runs(db, user, new_runs, settings.max_active_runs_per_user, what="this design")
+    limit = settings.max_active_runs_per_user
+    check_owner_active_runs(db, experiment.owner_id, user, new_runs, limit, what="this design")
     runs = designs.design_runs(db, celery, experiment, search, design_index)
     return [RunOut.model_validate(run) for run in runs]
 

@@ -8,7 +8,11 @@ the names other people chose.
 A team always keeps an owner: the last one can neither step down nor leave, and owners changing
 each other's roles at once are taken in turn. Deleting a team is confirmed by naming it
 (`DELETE /teams/{id}?confirm=<name>`), so a co-owner's slip (or a replayed request) does not
-delete it. Open choice: any owner may delete the team, the one who made it included or not.
+delete it. Open choice: owners are equals, whoever made the team. Any owner may delete the team,
+and any owner may remove any member, another owner or the team's creator included, while an
+owner remains: making someone an owner is trusting them with the team, and a creator who could
+not be removed would make a team depend on one account that may leave the organisation. A
+removed creator keeps their own experiments (still the team's, as any removed member's).
 
 Membership is by invitation: an owner invites an email with a role, and the person with that
 email sees the invitation (`GET /invitations`) and accepts or declines it. Inviting answers

@@ -84,8 +84,8 @@ class Settings(BaseSettings):
     read_cache_entries: int = Field(
         256,
         ge=0,
-        description="answers of GET /runs, /runs/compare, /runs/pareto, /runs/groups, "
-        "/runs/summary, /runs/export and /dashboards/{id}/data kept per API process, each "
+        description="answers of the read-only endpoints declared cacheable (the run list and "
+        "its aggregates and exports, dashboards' chart data) kept per API process, each "
         "until the next write it could show (PostgreSQL only; 0 turns the cache off)",
     )
     read_cache_megabytes: int = Field(

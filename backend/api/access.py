@@ -36,7 +36,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session, contains_eager
 
 from backend.api.deps import DbSession
-from backend.api.security import CALLER_TABLES, CurrentUser, hash_token, team_ids
+from backend.api.security import CurrentUser, hash_token, team_ids
 from backend.auth.users import normalise_email
 from backend.db.models import (
     ApiToken,
@@ -52,9 +52,6 @@ from backend.db.models import (
 )
 
 EDITOR_ROLES = ("owner", "member")
-# What the runs a caller may see (`visible_to`, filtered) read: the change topics of a cached
-# read of them (db/change_log.py).
-VISIBLE_RUN_TABLES = (*CALLER_TABLES, "experiments", "runs")
 
 Viewer = User | tuple[User, ...]
 """Who reads: one user, or several who together see only what each of them may see."""

@@ -11,9 +11,10 @@ cache: writes reach it through the database's triggers, whoever makes them.
 
 A hit costs the database's change marker (api/marker_reader.py: one small query shared by the
 requests asking at the same time), on the event loop: no routing, no dependency solving, no
-hop to a worker thread. The key is the path, the query string and a digest of the caller's
-credentials (the Authorization and Cookie headers), so an answer only ever goes to a request
-presenting the same credentials, which the same data resolve to the same caller; the version
+hop to a worker thread. The key is the path, the query string, whether the client takes gzip
+(answers are kept as sent, compressed where it does) and a digest of the caller's credentials
+(the Authorization and Cookie headers), so an answer only ever goes to a request presenting the
+same credentials, which the same data resolve to the same caller; the version
 is the marker's counts of the topics the endpoint declared. Authentication can also depend on
 the clock (a session expires; a token's use is recorded once a minute): its verdict, kept as
 `request.state.identity` (auth/identity.py), says until when it holds, and an answer is served
@@ -133,6 +134,11 @@ def credentials(scope: Scope) -> bytes:
     return digest.digest()
 
 
+def takes_gzip(scope: Scope) -> bool:
+    """Whether the client accepts gzip, as the compressing middleware decides it."""
+    return any(name == b"accept-encoding" and b"gzip" in value for name, value in scope["headers"])
+
+
 class CachedReads:
     """ASGI middleware serving GET requests to the paths of `reads` (`declared_reads`: each
     pattern matching a whole path, with the change topics its answers show) from the app's
@@ -156,7 +162,7 @@ class CachedReads:
             await self.app(scope, receive, send)
             return
         before = marker.of(topics)
-        key = (scope["path"], scope["query_string"], credentials(scope))
+        key = (scope["path"], scope["query_string"], takes_gzip(scope), credentials(scope))
         answer = cache.get(key, before)
         if answer is MISSING and (key, before) in self._in_flight:
             answer = await asyncio.shield(self._in_flight[(key, before)])

@@ -338,6 +338,7 @@ def test_each_cached_read_names_every_table_it_reads(
         "/api/v1/runs/summary": {**filters, "by": ["technique", "param:seed"]},
         "/api/v1/runs/export": filters,
         f"/api/v1/dashboards/{made.json()['id']}/data": {},
+        f"/api/v1/searches/{world.ids['search_id']}/sample": {},
     }
     reads = CACHED_READS
     for path, params in asked.items():

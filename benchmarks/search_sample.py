@@ -1,8 +1,8 @@
 """What the design-space page's sample costs: GET /searches/{id}/sample of one done search, its
 size on the wire and its time, per source tree in one run (loopback only, bounded).
 
-On a fresh PostgreSQL database, one done search of --designs random designs (the browser test's
-search: six searched fields, their values drawn by the search's own `design_table`) keeps per
+On a fresh PostgreSQL database, one done search of --designs random designs (design_search.py's
+eight searched fields, their values drawn by the search's own `design_table`) keeps per
 technique (a baseline and one technique) a sample of --sample-size designs and a front; its
 figures are float64 of the simulator's magnitudes (lognormal, every digit significant, as
 computed figures are). One API server per source tree (`--code NAME=FOLDER,...`, default this
@@ -33,6 +33,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 from api_load import SPEC, free_port, wait_until_up  # this folder, when run as a script
+from design_search import PARAMETERS
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -41,14 +42,6 @@ from backend.db.session import engine_for, session_scope
 from backend.sim.design_search import design_table
 from backend.specs.design_search import DesignSearch
 
-PARAMETERS = {  # tests/browser/test_design_space.py's search
-    "rows": {"low": 4, "high": 64, "log": True},
-    "cols": {"low": 4, "high": 64, "log": True},
-    "dataflow": {"values": ["os", "ws", "is"]},
-    "ifmap_sram_kib": {"low": 8, "high": 512, "log": True},
-    "dram_bandwidth": {"low": 1, "high": 32, "log": True},
-    "clock_mhz": {"low": 200, "high": 1000},
-}
 LABELS = ("baseline", "sparsetrain")
 FRONT = 60  # designs on each technique's front
 

@@ -541,7 +541,11 @@ def main() -> None:
         for process in reversed(processes):
             process.terminate()
         for process in processes:
-            process.wait(timeout=60)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # still at work on requests the clients gave up
+                process.kill()
+                process.wait()
 
 
 MIX_ROUTES = (
@@ -732,7 +736,8 @@ class OpenLoop:
     late: int = 0
     given_up: int = 0
     errors: int = 0
-    seconds: float = 0.0
+    sending: float = 0.0  # seconds spent sending
+    seconds: float = 0.0  # and waiting for the last answers
     trainings: float = 0.0
 
     @property
@@ -777,6 +782,7 @@ async def send_on_schedule(
                 into.late += 1
             tasks.append(asyncio.create_task(one(session, i, due)))
             into.sent += 1
+        into.sending += time.monotonic() - start
         await asyncio.gather(*tasks)
 
 
@@ -827,8 +833,9 @@ def open_loop_mix(bases: dict[str, str], args: argparse.Namespace, database_url:
     for name, result in turns.items():
         answered = sum(len(latencies) for latencies in result.routes.values())
         print(
-            f"[{name}] {result.sent} sent ({result.sent / result.seconds:.1f}/s over "
-            f"{result.seconds:.0f} s), {answered} answered, {result.late} sent late "
+            f"[{name}] {result.sent} sent ({result.sent / result.sending:.1f}/s over "
+            f"{result.sending:.0f} s; {result.seconds:.0f} s with the last answers, over which "
+            f"trainings are counted), {answered} answered, {result.late} sent late "
             f"(> {LATE_AFTER * 1000:.0f} ms), {result.given_up} given up, {result.errors} refused"
         )
         for route in MIX_ROUTES:

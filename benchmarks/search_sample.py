@@ -15,6 +15,14 @@ the neighbours).
     python benchmarks/search_sample.py \\
         --admin-url postgresql+psycopg://postgres@127.0.0.1:5432/postgres \\
         --code before=OLD_TREE,after=.
+
+Measured so (one run, 2-core machine shared with other work, load average 8-12), before: every
+figure written whole, no compression, no cache; after: figures to seven significant digits,
+gzip, a done search's sample cached. Before: 2,441,302 bytes on the wire, 218-318 ms wall and
+90-100 ms of server CPU per request. After: 1,869,255 bytes of JSON, 826,772 on the wire (the
+searched fields, written exactly, are 1.3 MB of the JSON: five of them continuous floats), 54-56
+ms wall (the client reading it) and under one 10 ms CPU tick of the server per request. The
+first request of a fresh process, computing it: 675 ms before, 788 ms after.
 """
 
 from __future__ import annotations
@@ -178,7 +186,7 @@ def main() -> None:
                 f"({plain[1]:,} without); first request {plain[0] * 1000:.0f} ms; then wall "
                 f"median {statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}), "
                 f"server CPU median {statistics.median(cpu) * 1000:.0f} ms "
-                f"(min {min(cpu) * 1000:.0f}) per request"
+                f"(min {min(cpu) * 1000:.0f}; /proc counts 10 ms ticks) per request"
             )
     finally:
         for _, process in servers.values():

@@ -1,8 +1,8 @@
 """The read cache is known only to itself and to the routes that declare their cached reads:
-authentication (backend/auth, api/security.py) and delivery (backend/delivery, the code workers
-write with) neither import nor touch it. Writes reach the cache through the database's triggers
-(db/change_log.py), whoever makes them; topics come from there and from the routes' own
-`cached_read` declarations.
+authentication (backend/auth, api/security.py), delivery (backend/delivery, the code workers
+write with) and the worker process (worker/) neither import nor touch it. Writes reach the
+cache through the database's triggers (db/change_log.py), whoever makes them; topics come from
+there and from the routes' own `cached_read` declarations.
 
 Checked on the source with `ast`: an import anywhere in a module (inside a function too), of a
 cache module or of a name from one, and any use of the app's cache attributes, by name or as a
@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-UNAWARE = ("backend/auth", "backend/delivery", "backend/api/security.py")
+UNAWARE = ("backend/auth", "backend/delivery", "backend/api/security.py", "worker")
 CACHE_MODULES = (
     "backend.api.read_cache",
     "backend.api.cached_reads",
@@ -63,7 +63,7 @@ def package_of(path: Path) -> str:
     return ".".join(parts[:-1])
 
 
-def test_authentication_and_delivery_know_nothing_of_the_read_cache() -> None:
+def test_authentication_delivery_and_workers_know_nothing_of_the_read_cache() -> None:
     checked = [path for root in UNAWARE for path in modules(root)]
     assert len(checked) > 10, "the modules to check were found"
     offences = [

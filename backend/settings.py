@@ -84,9 +84,10 @@ class Settings(BaseSettings):
     read_cache_entries: int = Field(
         256,
         ge=0,
-        description="answers of GET /runs, /runs/compare, /runs/pareto, /runs/groups, "
-        "/runs/summary, /runs/export and /dashboards/{id}/data kept per API process, each "
-        "until the next write it could show (PostgreSQL only; 0 turns the cache off)",
+        description="answers of the read-only endpoints declared cacheable (the run list and "
+        "its aggregates and exports, dashboards' chart data, search samples) kept per API "
+        "process, each until the next write it could show (PostgreSQL only; 0 turns the "
+        "cache off)",
     )
     read_cache_megabytes: int = Field(
         64, ge=1, description="the most those answers weigh per API process, bodies summed"
@@ -103,8 +104,8 @@ class Settings(BaseSettings):
         ge=1,
         le=MAX_API_CONCURRENCY,
         description="of those, heavy reads (seed groups, summaries, Pareto fronts, exports, "
-        "chart data) one API process works on at once; more wait without taking a turn from "
-        "cheap requests",
+        "chart data, search samples) one API process works on at once; more wait without "
+        "taking a turn from cheap requests",
     )
     max_active_runs_per_user: int = Field(
         10_000, ge=1, description="queued plus running runs one user may have at a time"

@@ -114,6 +114,29 @@ cluster's other databases writing 4-5 transactions a second), 121 vs 106 (misses
 out ahead (one run each, so indicative). The first seed-group request of a fresh API process
 cost 940 ms of CPU before (importing scipy.stats) and 47 ms once that import moved to start-up.
 
+`--open-loop RATE --writer` offers the mix at a fixed arrival rate instead of from a fixed
+number of clients: request i is sent at start + i / RATE whether or not earlier ones were
+answered (open loop: a slow server meets more requests in flight, not fewer requests), the
+seven `MIX_ROUTES` in equal shares, round robin. A send that leaves more than `LATE_AFTER` after
+its time (this process fell behind, or `--max-in-flight` requests were already out) is counted
+late and reported; latency runs from the scheduled time, so a late send's wait counts too. Each
+turn lasts `--max-seconds / --rounds`, sends at most RATE x its seconds requests, then waits
+at most CLIENT_TIMEOUT for the answers still out (counted as given up after that). Turns
+alternate with turns of no reads at all, of the same length: the writer's trainings (one
+training per seed of `WRITER_SPEC`, its Celery worker beside the servers) are measured in both
+as trainings completed per minute, counting a running training's reported progress as the
+fraction of a training it is. Printed per server: every route's p50 and p99, the late sends
+and those given up, trainings per minute against the no-read rate, and the targets (every
+route's p99 under 500 ms; trainings at >= 50% of their no-read rate). With `--read-cache
+on,off` each setting gets its turns in the same run, against the same no-read turns:
+
+    python benchmarks/api_load.py --open-loop 100 --writer --writer-trainings 200 \
+        --read-cache on,off --rounds 3 --max-seconds 120 --workers 2 \
+        --database-url postgresql+psycopg://postgres@127.0.0.1:5432/bench \
+        --broker-url redis://127.0.0.1:6379/14
+
+The writer needs trainings for the whole run: (1 + servers) x --max-seconds of training.
+
 `--read-cache on,off` (PostgreSQL) starts one API server per setting of the read cache
 (`ORRERY_READ_CACHE_ENTRIES`, 0 for off) on the same database, and runs every read phase
 against them in turn, alternating, `--rounds` times each: both see the same data and the same
@@ -152,6 +175,7 @@ WRITER_SPEC = {
 }
 CACHE_ENTRIES = {"on": "256", "off": "0"}
 CLIENT_TIMEOUT = 60  # seconds; a request not answered by then is counted as given up
+LATE_AFTER = 0.010  # seconds after its scheduled time: an open-loop send counted late
 SPEC = {
     "name": "load",
     "training": {"model": "mlp", "dataset": "digits", "epochs": 1},
@@ -399,6 +423,16 @@ def main() -> None:
     parser.add_argument(
         "--mix", action="store_true", help="the issue's mix of what a user opens (MIX_ROUTES)"
     )
+    parser.add_argument(
+        "--open-loop",
+        type=float,
+        metavar="RATE",
+        help="the mix at RATE requests/s on schedule, alternating with turns of no reads "
+        "(needs --writer: trainings per minute with and without the reads)",
+    )
+    parser.add_argument(
+        "--max-in-flight", type=int, default=1000, help="open loop: requests out at once, at most"
+    )
     args = parser.parse_args()
     settings = args.read_cache.split(",") if args.read_cache else []
     if any(name not in CACHE_ENTRIES for name in settings):
@@ -409,6 +443,8 @@ def main() -> None:
         raise SystemExit("--read-cache, --code and two --writer-nice: one comparison at a time")
     if nice and not args.writer:
         raise SystemExit("--writer-nice needs --writer")
+    if args.open_loop is not None and (not args.writer or args.open_loop <= 0):
+        raise SystemExit("--open-loop: needs --writer and a rate above 0 requests/s")
 
     data_dir = Path(tempfile.mkdtemp(prefix="orrery-bench-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORRERY_")}
@@ -462,6 +498,7 @@ def main() -> None:
             spec = {**WRITER_SPEC, "seeds": list(range(args.writer_trainings))}
             answer = httpx.post(f"{base}/api/v1/experiments", json=spec, timeout=30)
             answer.raise_for_status()
+            args.writer_experiment = answer.json()["id"]
             print(
                 f"writer: a Celery worker ({args.writer_processes} process(es)) training "
                 f"experiment {answer.json()['id']}, {args.writer_trainings} trainings of "
@@ -475,6 +512,9 @@ def main() -> None:
         settle(database_url)
         total = httpx.get(f"{base}/api/v1/runs", params={"limit": 1}).json()["total"]
         print(f"stored runs: {total}")
+        if args.open_loop is not None:
+            open_loop_mix(bases, args, database_url)
+            return
         if settings:
             compare_read_cache(bases, args, database_url)
             return
@@ -501,7 +541,11 @@ def main() -> None:
         for process in reversed(processes):
             process.terminate()
         for process in processes:
-            process.wait(timeout=60)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # still at work on requests the clients gave up
+                process.kill()
+                process.wait()
 
 
 MIX_ROUTES = (
@@ -679,6 +723,146 @@ def user_mix(bases: dict[str, str], args: argparse.Namespace) -> None:
         verdicts = "; ".join(f"{k}: {'met' if ok else 'NOT met'}" for k, ok in checks.items())
         share = new[name].rate / alone[name].rate
         print(f"[{name}] new pages at {share:.0%} of /auth/me alone; targets: {verdicts}")
+
+
+@dataclass
+class OpenLoop:
+    """One server's open-loop turns: latencies per route (from each request's scheduled
+    time), sends counted late, requests given up or refused, seconds of the turns, and the
+    trainings the writer completed meanwhile."""
+
+    routes: dict[str, list[float]] = field(default_factory=dict)
+    sent: int = 0
+    late: int = 0
+    given_up: int = 0
+    errors: int = 0
+    sending: float = 0.0  # seconds spent sending
+    seconds: float = 0.0  # and waiting for the last answers
+    trainings: float = 0.0
+
+    @property
+    def trainings_per_minute(self) -> float:
+        return 60 * self.trainings / self.seconds if self.seconds else 0.0
+
+
+async def send_on_schedule(
+    base: str, rate: float, seconds: float, make, max_in_flight: int, into: OpenLoop
+) -> None:
+    """Request i at start + i / rate for `seconds`, each on its own task; then wait for the
+    answers still out, at most CLIENT_TIMEOUT."""
+    in_flight = asyncio.Semaphore(max_in_flight)
+
+    async def one(session: aiohttp.ClientSession, i: int, due: float) -> None:
+        method, path, kwargs, label = make(i)
+        try:
+            async with session.request(method, path, **kwargs) as response:
+                await response.read()
+            if response.status >= 400:
+                into.errors += 1
+            else:
+                into.routes.setdefault(label, []).append(time.monotonic() - due)
+        except TimeoutError:
+            into.given_up += 1
+        except aiohttp.ClientError:  # the server dropped the connection: refused, in effect
+            into.errors += 1
+        finally:
+            in_flight.release()
+
+    connector = aiohttp.TCPConnector(limit=max_in_flight)
+    timeout = aiohttp.ClientTimeout(total=CLIENT_TIMEOUT)
+    tasks = []
+    async with aiohttp.ClientSession(base, connector=connector, timeout=timeout) as session:
+        start = time.monotonic()
+        for i in range(int(rate * seconds)):
+            due = start + i / rate
+            if due > time.monotonic():
+                await asyncio.sleep(due - time.monotonic())
+            await in_flight.acquire()
+            if time.monotonic() - due > LATE_AFTER:
+                into.late += 1
+            tasks.append(asyncio.create_task(one(session, i, due)))
+            into.sent += 1
+        into.sending += time.monotonic() - start
+        await asyncio.gather(*tasks)
+
+
+def training_progress(database_url: str, experiment_id: int) -> float:
+    """Trainings of the experiment done, plus the reported fraction of each still running."""
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            return float(connection.scalar(
+                text("SELECT coalesce(sum(CASE WHEN status = 'done' THEN 1 "
+                     "WHEN status = 'running' THEN progress ELSE 0 END), 0) "
+                     "FROM trainings WHERE experiment_id = :id"),
+                {"id": experiment_id},
+            ))  # fmt: skip
+    finally:
+        engine.dispose()
+
+
+def open_loop_mix(bases: dict[str, str], args: argparse.Namespace, database_url: str) -> None:
+    """The mix on schedule against each server in turn, alternating with turns of no reads;
+    per server every route's p50/p99 and the writer's trainings per minute against the
+    no-read rate, with the targets."""
+    rate, turn = args.open_loop, args.max_seconds / args.rounds
+    makes = {name: mix_requests(base)[1] for name, base in bases.items()}
+    print(
+        f"open loop: {rate:g} requests/s ({', '.join(MIX_ROUTES)}, equal shares), "
+        f"{args.rounds} turns of {turn:.0f} s per server, alternating with as many turns of "
+        f"no reads; load average {os.getloadavg()}"
+    )
+    quiet, turns = OpenLoop(), {name: OpenLoop() for name in bases}
+    done = training_progress(database_url, args.writer_experiment)
+    for _ in range(args.rounds):
+        for name in [None, *bases]:  # None: a turn of no reads
+            into = quiet if name is None else turns[name]
+            began = time.monotonic()
+            if name is None:
+                time.sleep(turn)
+            else:
+                asyncio.run(send_on_schedule(bases[name], rate, turn, makes[name],
+                                             args.max_in_flight, into))  # fmt: skip
+            into.seconds += time.monotonic() - began
+            now = training_progress(database_url, args.writer_experiment)
+            into.trainings, done = into.trainings + now - done, now
+    if done >= args.writer_trainings:
+        print("  the writer ran out of trainings: its rates are low bounds (--writer-trainings)")
+    print(f"load average after: {os.getloadavg()}")
+    print(f"no reads: trainings {quiet.trainings_per_minute:.2f}/min over {quiet.seconds:.0f} s")
+    for name, result in turns.items():
+        answered = sum(len(latencies) for latencies in result.routes.values())
+        print(
+            f"[{name}] {result.sent} sent ({result.sent / result.sending:.1f}/s over "
+            f"{result.sending:.0f} s; {result.seconds:.0f} s with the last answers, over which "
+            f"trainings are counted), {answered} answered, {result.late} sent late "
+            f"(> {LATE_AFTER * 1000:.0f} ms), {result.given_up} given up, {result.errors} refused"
+        )
+        for route in MIX_ROUTES:
+            latencies = result.routes.get(route, [])
+            figures = (
+                f"p50 {statistics.median(latencies) * 1000:7.1f} ms  "
+                f"p99 {percentile(latencies, 0.99) * 1000:7.1f} ms"
+                if latencies
+                else "no answer"
+            )
+            print(f"  [{name}] GET {route:<24} {len(latencies):>6} answered  {figures}")
+        share = (
+            result.trainings_per_minute / quiet.trainings_per_minute
+            if quiet.trainings_per_minute
+            else 0.0
+        )
+        slow = [
+            route
+            for route in MIX_ROUTES
+            if not result.routes.get(route) or percentile(result.routes[route], 0.99) >= 0.5
+        ]
+        print(
+            f"[{name}] trainings {result.trainings_per_minute:.2f}/min, {share:.0%} of the "
+            f"no-read rate; targets: every route's p99 < 500 ms: "
+            f"{'met' if not slow else 'NOT met (' + ', '.join(slow) + ')'}; trainings >= 50%: "
+            f"{'met' if share >= 0.5 else 'NOT met'}"
+        )
 
 
 def args_with(args: argparse.Namespace, max_seconds: float) -> argparse.Namespace:

@@ -33,10 +33,11 @@ from typing import Annotated, Any, NamedTuple, TypeVar
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import and_, or_, select
-from sqlalchemy.orm import Session, contains_eager
+from sqlalchemy.orm import Session, contains_eager, defer
+from sqlalchemy.orm.interfaces import ORMOption
 
 from backend.api.deps import DbSession
-from backend.api.security import CALLER_TABLES, CurrentUser, hash_token, team_ids
+from backend.api.security import CurrentUser, hash_token, team_ids
 from backend.auth.users import normalise_email
 from backend.db.models import (
     ApiToken,
@@ -52,9 +53,6 @@ from backend.db.models import (
 )
 
 EDITOR_ROLES = ("owner", "member")
-# What the runs a caller may see (`visible_to`, filtered) read: the change topics of a cached
-# read of them (db/change_log.py).
-VISIBLE_RUN_TABLES = (*CALLER_TABLES, "experiments", "runs")
 
 Viewer = User | tuple[User, ...]
 """Who reads: one user, or several who together see only what each of them may see."""
@@ -196,15 +194,21 @@ _Row = TypeVar("_Row", Run, DesignSearchRow)
 
 
 def _with_its_experiment(
-    db: DbSession, user: CurrentUser, table: type[_Row], row_id: int, what: str
+    db: DbSession,
+    user: CurrentUser,
+    table: type[_Row],
+    row_id: int,
+    what: str,
+    *options: ORMOption,
 ) -> _Row:
     """The row of `table` (a run or a design search) if the user sees its experiment, the
     experiment loaded into `row.experiment` by the same query: no later lazy load can find the
-    experiment deleted meanwhile (a retry racing a delete). 404 otherwise."""
+    experiment deleted meanwhile (a retry racing a delete). 404 otherwise. `options`: further
+    loader options (columns left for later)."""
     row = db.scalars(
         select(table)
         .join(Experiment, Experiment.id == table.experiment_id)
-        .options(contains_eager(table.experiment))
+        .options(contains_eager(table.experiment), *options)
         .where(table.id == row_id, visible_to(user, db))
     ).first()
     if row is None:
@@ -238,6 +242,18 @@ def visible_search(search_id: int, db: DbSession, user: CurrentUser) -> DesignSe
 
 
 VisibleSearch = Annotated[DesignSearchRow, Depends(visible_search)]
+
+
+def visible_search_heading(search_id: int, db: DbSession, user: CurrentUser) -> DesignSearchRow:
+    """A visible search whose stored answers (result, designs) are read only if used: an
+    answer served from a cache needs none of their megabytes."""
+    answers = (DesignSearchRow.result, DesignSearchRow.design_fields, DesignSearchRow.front_designs)
+    return _with_its_experiment(
+        db, user, DesignSearchRow, search_id, "search", *(defer(column) for column in answers)
+    )
+
+
+VisibleSearchHeading = Annotated[DesignSearchRow, Depends(visible_search_heading)]
 
 
 def editable_search(search: VisibleSearch, db: DbSession, user: CurrentUser) -> DesignSearchRow:

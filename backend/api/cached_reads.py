@@ -1,15 +1,25 @@
 """Whole answers of read-only GET endpoints, served from the read cache before any of the
 app runs (api/read_cache.py says why a cached answer is never stale).
 
+An endpoint is cached by declaring so where it is defined: `@cached_read(*topics)` names the
+change topics (db/change_log.py) its answers show, the tables it reads and `PROGRESS` where it
+shows a training's progress; the topics of finding the caller (`CALLER_TABLES`) are added to
+every declaration, answers being per caller; api/app.py collects its routers' declarations
+(`declared_reads`). tests/security/test_cached_reads.py checks each declaration against the
+statements the endpoint runs. Nothing else in the service knows of the
+cache: writes reach it through the database's triggers, whoever makes them.
+
 A hit costs the database's change marker (api/marker_reader.py: one small query shared by the
 requests asking at the same time), on the event loop: no routing, no dependency solving, no
-hop to a worker thread. The key is the path, the query string and a digest of the caller's
-credentials (the Authorization and Cookie headers), so an answer only ever goes to a request
-presenting the same credentials, which the same data resolve to the same caller; the version
-is the marker's counts of the topics the path's answers show (`reads`). Authentication can
-also depend on the clock (a session expires; a token's use is recorded once a minute): it says
-in `request.state` until when its verdict holds, and an answer is served only until then. An
-answer is stored only if it is a 200 that sets no cookie and authentication said that.
+hop to a worker thread. The key is the path, the query string, whether the client takes gzip
+(answers are kept as sent, compressed where it does) and a digest of the caller's credentials
+(the Authorization and Cookie headers), so an answer only ever goes to a request presenting the
+same credentials, which the same data resolve to the same caller; the version
+is the marker's counts of the topics the endpoint declared. Authentication can also depend on
+the clock (a session expires; a token's use is recorded once a minute): its verdict, kept as
+`request.state.identity` (auth/identity.py), says until when it holds, and an answer is served
+only until then. An answer is stored only if it is a 200 that sets no cookie, from a request
+whose caller was found.
 
 Concurrent misses of one key under one version wait for the first to finish rather than all
 computing the same answer (after every write, each polling dashboard would otherwise recompute
@@ -35,18 +45,71 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import re
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from fastapi import APIRouter, Request
+from fastapi.routing import APIRoute
+from sqlalchemy.orm import Session
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.api.marker_reader import MarkerReader
 from backend.api.read_cache import MISSING, ReadCache
+from backend.auth.identity import Identity
 
-IDENTITY_VALID_UNTIL = "identity_valid_until"  # set by authentication: seconds since the epoch
 CREDENTIAL_HEADERS = (b"authorization", b"cookie")  # ASGI header names are lower-case
+# What finding the caller and their teams reads (api/security.py): topics of every cached read.
+CALLER_TABLES = ("users", "user_sessions", "api_tokens", "teams", "team_memberships")
+TOPICS_ATTRIBUTE = "cached_read_topics"
+
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+def cached_read(*topics: str) -> Callable[[Endpoint], Endpoint]:
+    """Declare a GET endpoint's answers cacheable until a write to `topics` (or to the
+    caller's tables) commits. Its answer must depend only on the request, the caller and the
+    data of those topics."""
+
+    def declare(endpoint: Endpoint) -> Endpoint:
+        setattr(endpoint, TOPICS_ATTRIBUTE, (*CALLER_TABLES, *topics))
+        return endpoint
+
+    return declare
+
+
+def declared_topics(endpoint: Callable[..., Any]) -> tuple[str, ...] | None:
+    return getattr(endpoint, TOPICS_ATTRIBUTE, None)
+
+
+def declared_reads(
+    routers: Iterable[APIRouter], prefix: str = ""
+) -> list[tuple[re.Pattern[str], tuple[str, ...]]]:
+    """Each cached read of `routers` (included under `prefix`): its path's pattern, with the
+    topics its endpoint declared."""
+    return [
+        (compile_path(prefix + route.path)[0], topics)
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute)
+        and "GET" in route.methods
+        and (topics := declared_topics(route.endpoint)) is not None
+    ]
+
+
+def cached_part(request: Request, db: Session, key: Hashable, compute: Callable[[], T]) -> T:
+    """A part of a cached read's answer (`compute()`) kept on its own, under the topics its
+    endpoint declared: what several of its answers share, such as a count over every page."""
+    topics = declared_topics(request.scope["endpoint"])
+    if topics is None:
+        raise TypeError(f"{request.scope['endpoint'].__name__} declares no cached read")
+    cache: ReadCache = request.app.state.read_cache
+    return cache.answer(db, key, compute, topics)
 
 
 @dataclass(frozen=True)
@@ -71,14 +134,19 @@ def credentials(scope: Scope) -> bytes:
     return digest.digest()
 
 
-class CachedReads:
-    """ASGI middleware serving GET requests to the paths of `reads` (regular expressions, each
-    matching a whole path, with the change topics its answers show) from the app's read
-    cache."""
+def takes_gzip(scope: Scope) -> bool:
+    """Whether the client accepts gzip, as the compressing middleware decides it."""
+    return any(name == b"accept-encoding" and b"gzip" in value for name, value in scope["headers"])
 
-    def __init__(self, app: ASGIApp, reads: Mapping[str, Sequence[str]]) -> None:
+
+class CachedReads:
+    """ASGI middleware serving GET requests to the paths of `reads` (`declared_reads`: each
+    pattern matching a whole path, with the change topics its answers show) from the app's
+    read cache."""
+
+    def __init__(self, app: ASGIApp, reads: list[tuple[re.Pattern[str], tuple[str, ...]]]) -> None:
         self.app = app
-        self.reads = [(re.compile(path), tuple(topics)) for path, topics in reads.items()]
+        self.reads = reads
         self._in_flight: dict[tuple[Hashable, Hashable], asyncio.Future[StoredAnswer | None]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -94,7 +162,7 @@ class CachedReads:
             await self.app(scope, receive, send)
             return
         before = marker.of(topics)
-        key = (scope["path"], scope["query_string"], credentials(scope))
+        key = (scope["path"], scope["query_string"], takes_gzip(scope), credentials(scope))
         answer = cache.get(key, before)
         if answer is MISSING and (key, before) in self._in_flight:
             answer = await asyncio.shield(self._in_flight[(key, before)])
@@ -138,13 +206,15 @@ class CachedReads:
         try:
             await self.app(scope, receive, recording_send)
             headers = list(start.get("headers", []))
-            valid_until = scope.get("state", {}).get(IDENTITY_VALID_UNTIL)
+            identity: Identity | None = scope.get("state", {}).get("identity")
             if (
                 start.get("status") == 200
-                and valid_until is not None
+                and identity is not None
                 and all(name.lower() != b"set-cookie" for name, _ in headers)
             ):
-                shared = StoredAnswer(200, headers, b"".join(body), valid_until)
+                valid_until = identity.valid_until
+                expiry = math.inf if valid_until is None else valid_until.timestamp()
+                shared = StoredAnswer(200, headers, b"".join(body), expiry)
                 after = await reader.current()
                 cache.put(key, before, None if after is None else after.of(topics), shared)
         finally:

@@ -8,6 +8,11 @@ writing those topics committed in between and every statement saw the same data.
 write changes the counts, so a cached answer is never stale: it is reused only until the next
 write it could show. SQLite keeps no change log; there every answer is computed.
 
+Some answers never change once they exist (a finished design search's sample): `lasting`
+keeps them under their key alone, with no marker to read. The key must name what makes the
+answer final (the search and when it finished), so every API process computes the same answer
+under it and none can hold an older one.
+
 The cache is bounded in answers and in bytes (an export can be megabytes); an answer larger
 than an eighth of the byte budget is not kept.
 """
@@ -25,11 +30,12 @@ from backend.db.change_log import read_marker
 
 T = TypeVar("T")
 MISSING: Any = object()
+FINAL = "final"  # the version of a lasting answer
 
 
 def answer_size(answer: Any) -> int:
     """What an answer weighs against the byte budget: its body, if it has one."""
-    body = getattr(answer, "body", None)
+    body = answer if isinstance(answer, bytes | bytearray) else getattr(answer, "body", None)
     return len(body) if isinstance(body, bytes | bytearray) else 0
 
 
@@ -91,4 +97,13 @@ class ReadCache:
             return cached
         value = compute()
         self.put(key, before, read_marker(db).of(topics), value)
+        return value
+
+    def lasting(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The answer under `key`, which never changes once computed, else `compute()`."""
+        cached = self.get(key, FINAL)
+        if cached is not MISSING:
+            return cached
+        value = compute()
+        self.put(key, FINAL, FINAL, value)
         return value

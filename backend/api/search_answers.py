@@ -12,6 +12,9 @@ Shapes, for the design-space page:
   (`designs`: index, the searched fields, total SRAM KiB), and per technique the row of each
   point in that table with its figures, column by column. `ranges` gives each figure's,
   field's and SRAM's smallest and largest value over every point, for constraint sliders.
+  Figures and SRAM travel rounded to `SAMPLE_DIGITS` significant digits, float32's precision:
+  far beyond the three the page writes and the simulator's own accuracy, and about half the
+  characters of a float64 written whole; the searched fields stay exact (they are the design).
 Before the search is done these are the chunks merged so far.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field, computed_field, create_model
 
 from backend.api.schemas import from_row
@@ -31,6 +35,7 @@ from backend.specs.figures import DESIGN_MEASURES
 
 MEASURE_OF = dict(zip(FIGURES, DESIGN_MEASURES, strict=True))
 SRAM_FIELDS = ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib")
+SAMPLE_DIGITS = 7  # significant digits of the sample's figures: float32's precision
 
 
 class SearchProgressOut(BaseModel):
@@ -207,6 +212,22 @@ def _span(values: list[Any]) -> tuple[float, float] | None:
     return (min(numbers), max(numbers)) if numbers else None
 
 
+def significant(values: list[float], digits: int = SAMPLE_DIGITS) -> list[float]:
+    """Each value rounded to `digits` significant digits (half to even), as the float nearest
+    that decimal, which JSON then writes in at most `digits` digits."""
+    array = np.asarray(values, dtype=float)
+    rounded = array.copy()
+    finite = np.isfinite(array) & (array != 0)
+    shift = digits - 1 - np.floor(np.log10(np.abs(array[finite])))
+    scale = np.power(10.0, np.abs(shift))  # exact up to 10^22: the quotient is then the nearest
+    rounded[finite] = np.where(
+        shift >= 0,
+        np.round(array[finite] * scale) / scale,
+        np.round(array[finite] / scale) * scale,
+    )
+    return rounded.tolist()
+
+
 def sample_out(search: DesignSearchRow) -> SampleOut:
     spec = _spec(search)
     table, row_of = _rows(search)
@@ -221,11 +242,11 @@ def sample_out(search: DesignSearchRow) -> SampleOut:
         techniques[label] = SampleSeries(
             row=[row_of[i] for i in indices],
             **{
-                m.key: [points[i][column] for i in indices]
+                m.key: significant([points[i][column] for i in indices])
                 for column, m in enumerate(DESIGN_MEASURES)
             },
         )
-    sram = _sram(spec, table)
+    sram = significant(_sram(spec, table))
     spans: dict[str, tuple[float, float] | None] = {
         m.key: _span([v for series in techniques.values() for v in getattr(series, m.key)])
         for m in DESIGN_MEASURES

@@ -3,7 +3,6 @@ single-user mode, the local user. Everything else gets 401."""
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
@@ -11,7 +10,6 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from backend.api.cached_reads import IDENTITY_VALID_UNTIL
 from backend.api.deps import DbSession
 from backend.auth.csrf import SAFE_METHODS, csrf_matches, submitted_csrf_token
 from backend.auth.identity import Identity
@@ -21,9 +19,6 @@ from backend.auth.tokens import user_for_token
 from backend.db.models import TeamMembership, User
 
 LOCAL_USER_EMAIL = "local@orrery.invalid"
-# What finding the caller and their teams reads: the change topics (db/change_log.py) of every
-# cached read, whose answers are per caller.
-CALLER_TABLES = ("users", "user_sessions", "api_tokens", "teams", "team_memberships")
 
 
 def hash_token(token: str) -> str:
@@ -56,15 +51,10 @@ def current_user(
     db: DbSession,
     csrf: Annotated[str | None, Depends(submitted_csrf_token)],
 ) -> User:
-    """The caller. Also tells the cached-reads middleware (api/cached_reads.py), through
-    `request.state`, until when this verdict holds for the same credentials and data."""
+    """The caller. The whole verdict (auth/identity.py: who, and until when it holds) is kept
+    as `request.state.identity` for whatever else handles the request."""
     identity = _identity(request, db, csrf)
-    valid_until = identity.valid_until
-    setattr(
-        request.state,
-        IDENTITY_VALID_UNTIL,
-        math.inf if valid_until is None else valid_until.timestamp(),
-    )
+    request.state.identity = identity
     return identity.user
 
 

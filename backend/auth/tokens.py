@@ -14,7 +14,7 @@ from backend.db.times import as_utc
 
 DISPLAY_PREFIX_LENGTH = len(API_TOKEN_PREFIX) + 4
 # A token's last use is recorded to the minute: a write on every request would cost a commit
-# each and would end every cached read (see api/read_cache.py).
+# each, and make every request a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 

@@ -31,7 +31,6 @@ from sqlalchemy import Update, delete, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from backend.db.change_log import LIVENESS, PROGRESS, note_changes_as
 from backend.db.models import EpochMetric, Run, Training
 from backend.db.session import session_scope
 from backend.delivery.leases import (
@@ -134,7 +133,6 @@ class Lease:
     def renew(self) -> None:
         try:
             with session_scope(self.database_url) as db:
-                note_changes_as(db, LIVENESS)
                 renewed = db.execute(self.renewal()).rowcount
         except SQLAlchemyError as exc:  # the database is away: the lease may expire meanwhile
             log.warning("%s: heartbeat not recorded: %s", self.label, exc)
@@ -176,7 +174,6 @@ class TrainingLease(Lease):
 
 def report_progress(database_url: str, training_id: int, attempt: int, fraction: float) -> None:
     with session_scope(database_url) as db:
-        note_changes_as(db, PROGRESS)  # reads that show no progress stay cached
         held = db.execute(
             update(Training).where(lease_held(training_id, attempt)).values(progress=fraction)
         ).rowcount

@@ -25,7 +25,6 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from backend.db.change_log import LIVENESS, note_changes_as
 from backend.db.models import WorkerHeartbeat
 from backend.db.session import session_scope
 from backend.delivery.leases import LeaseTerms, utcnow
@@ -80,7 +79,6 @@ class WorkerBeat:
     def beat(self) -> None:
         try:
             with session_scope(self.database_url) as db:
-                note_changes_as(db, LIVENESS)
                 beat_worker(db, self.name, socket.gethostname(), os.getpid(), self.started_at)
         except SQLAlchemyError as exc:
             log.warning("worker heartbeat not recorded: %s", exc)

@@ -173,7 +173,9 @@ def test_chunks_merged_equal_one_evaluation_of_every_design(
                 series["row"], series["time_s"], series["energy_j"], series["area_mm2"], strict=True
             )
         }
-        assert got == expected
+        assert got.keys() == expected.keys()
+        for index, figures in expected.items():  # sent to seven significant digits
+            assert got[index] == pytest.approx(figures, rel=5.000001e-7, abs=0)
     for row, index in enumerate(designs["index"]):
         design = design_at(spec, index)
         assert (

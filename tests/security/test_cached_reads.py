@@ -1,12 +1,16 @@
 """GET /runs answers cached per database change marker: reused while nothing they show is
 written, never stale, never shown to another user or past the caller's own validity; concurrent
 misses computed once; markers read once for many requests, never older than a request; each
-cached read names the tables it reads; and API tokens that do not write on every request."""
+cached read names the tables it reads; a worker's progress and heartbeats, written by its own
+code in another process, reach exactly the reads that show them; and API tokens that do not
+write on every request."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,9 +27,10 @@ from backend.auth.secrets import digest, new_secret
 from backend.auth.sessions import SESSION_COOKIE
 from backend.db import migrate
 from backend.db.change_log import LIVENESS, PROGRESS
-from backend.db.models import ApiToken, Base, Run, User, UserSession
+from backend.db.models import ApiToken, Base, Run, Training, User, UserSession
 from backend.db.session import engine_for, session_scope
 from backend.settings import Settings
+from tests.conftest import ROOT, orrery_env
 from tests.security.conftest import BASE_URL, World
 
 QUERY = {"sort": "-accuracy", "limit": 5}
@@ -312,7 +317,7 @@ def tables_read(statements: list[str]) -> set[str]:
 def test_each_cached_read_names_every_table_it_reads(
     client: TestClient, accounts_settings: Settings, world: World
 ) -> None:
-    """A cached answer lasts until a write to a table it names (api/app.py, CACHED_READS): a
+    """A cached answer lasts until a write to a table its endpoint names (`cached_read`): a
     table it reads and does not name would leave it stale. Each cached read is asked here with
     the options that read the most (extra columns of every group, filters, a sort, both export
     formats) and must have named every table its statements read."""
@@ -333,8 +338,9 @@ def test_each_cached_read_names_every_table_it_reads(
         "/api/v1/runs/summary": {**filters, "by": ["technique", "param:seed"]},
         "/api/v1/runs/export": filters,
         f"/api/v1/dashboards/{made.json()['id']}/data": {},
+        f"/api/v1/searches/{world.ids['search_id']}/sample": {},
     }
-    reads = [(re.compile(path), topics) for path, topics in CACHED_READS.items()]
+    reads = CACHED_READS
     for path, params in asked.items():
         named = next(topics for read, topics in reads if read.fullmatch(path))
         assert set(named) <= set(Base.metadata.tables) | {PROGRESS, LIVENESS}, path
@@ -344,4 +350,74 @@ def test_each_cached_read_names_every_table_it_reads(
             assert answer.status_code == 200, (path, answer.text)
             assert statements, f"{path} was computed, not served from the cache"
             assert tables_read(statements) - {"change_log"} <= set(named), path
-    assert len(asked) == len(CACHED_READS)
+    assert len(asked) == len(reads)
+
+
+def in_another_process(settings: Settings, code: str) -> None:
+    """Run `code` (with `url`, the database) in a fresh Python process, as a worker would."""
+    subprocess.run(
+        [sys.executable, "-c", f"url = {settings.effective_database_url!r}\n{code}"],
+        env=orrery_env(),
+        cwd=ROOT,
+        check=True,
+        timeout=120,
+    )
+
+
+def test_a_workers_writes_reach_the_reads_that_show_them_and_no_other(
+    client: TestClient, accounts_settings: Settings, world: World
+) -> None:
+    """The worker's own code, in another process, saying nothing to any cache: a lease
+    renewal ends no cached answer; a progress report ends the run list's (which shows it) and
+    not the seed groups' (which do not); the run finishing ends both."""
+    run_id = world.run_ids[0]
+    with session_scope(accounts_settings.effective_database_url) as db:
+        run = db.get(Run, run_id)
+        assert run is not None
+        training_id = run.training_id
+        db.execute(
+            update(Training)
+            .where(Training.id == training_id)
+            .values(status="running", attempts=1, progress=0.0)
+        )
+        db.execute(update(Run).where(Run.id == run_id).values(status="running", progress=0.0))
+    paths = ("/api/v1/runs", "/api/v1/runs/groups")
+
+    def computed(path: str) -> tuple[bool, object]:
+        with app_statements(accounts_settings) as statements:
+            answer = client.get(path, headers=world.alice.auth)
+        assert answer.status_code == 200, answer.text
+        return bool(statements), answer.json()
+
+    first = {path: computed(path)[1] for path in paths}
+    from_the_cache = {path: (False, first[path]) for path in paths}
+    assert {path: computed(path) for path in paths} == from_the_cache
+
+    in_another_process(
+        accounts_settings,
+        "from backend.delivery.claims import TrainingLease\n"
+        f"TrainingLease(url, {training_id}, 1, 60.0).renew()",
+    )
+    assert {path: computed(path) for path in paths} == from_the_cache
+
+    in_another_process(
+        accounts_settings,
+        "from backend.delivery.claims import report_progress\n"
+        f"report_progress(url, {training_id}, 1, 0.5)",
+    )
+    recomputed, runs = computed("/api/v1/runs")
+    assert recomputed
+    assert {item["id"]: item["progress"] for item in runs["items"]}[run_id] > 0  # type: ignore[index]
+    assert computed("/api/v1/runs/groups") == (False, first["/api/v1/runs/groups"])
+
+    in_another_process(
+        accounts_settings,
+        "from sqlalchemy import update\n"
+        "from backend.db.models import Run\n"
+        "from backend.db.session import session_scope\n"
+        "with session_scope(url) as db:\n"
+        f"    db.execute(update(Run).where(Run.id == {run_id})"
+        ".values(status='done', accuracy=0.5))",
+    )
+    recomputed, groups = computed("/api/v1/runs/groups")
+    assert recomputed and groups != first["/api/v1/runs/groups"]

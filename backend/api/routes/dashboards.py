@@ -32,6 +32,7 @@ from backend.api.access import (
     require_dashboard_team_change,
     require_team_editor,
 )
+from backend.api.cached_reads import cached_read
 from backend.api.chart_data import MAX_CHART_RUNS, ChartData, chart_data
 from backend.api.deps import DbSession
 from backend.api.markdown import render_markdown
@@ -39,6 +40,7 @@ from backend.api.run_groups import run_groups
 from backend.api.run_query import RunFilters, filtered_runs
 from backend.api.schemas import RunGroup, from_row
 from backend.api.security import CurrentUser, hash_token
+from backend.db.change_log import PROGRESS
 from backend.db.models import Dashboard, Run, ShareLink, User
 
 router = APIRouter(tags=["dashboards"])
@@ -268,6 +270,9 @@ def delete_dashboard(dashboard: ManagedDashboard, db: DbSession) -> Response:
 
 
 @router.get("/dashboards/{dashboard_id}/data", response_model=ChartData)
+@cached_read(
+    "experiments", "runs", "dashboards", "layer_results", "epoch_metrics", PROGRESS
+)  # the dashboard's config, its runs with their layers and epochs
 def dashboard_data(dashboard: VisibleDashboard, db: DbSession, user: CurrentUser) -> ChartData:
     """The data of the dashboard's charts, as you may see it."""
     return chart_data(db, user, _run_ids(db, user, dashboard.config))

@@ -16,13 +16,13 @@ from sqlalchemy.orm import Session, aliased
 
 from backend.analysis.group_summary import GroupSummary, summarise_groups
 from backend.api.access import (
-    VISIBLE_RUN_TABLES,
     DeletableRun,
     EditableRun,
     VisibleRun,
     VisibleRuns,
     can_see_workers,
 )
+from backend.api.cached_reads import cached_part, cached_read
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
 from backend.api.run_columns import COLUMNS, extra_values
 from backend.api.run_export import (
@@ -49,6 +49,7 @@ from backend.api.schemas import (
     RunRow,
 )
 from backend.api.security import CurrentUser
+from backend.db.change_log import PROGRESS
 from backend.db.models import EpochMetric, Run, Training
 from backend.db.session import session_factory
 from backend.experiments import deletion
@@ -62,12 +63,16 @@ from backend.specs.techniques import EPOCH_FIGURES
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 Filters = Annotated[RunFilters, Depends(run_filters)]
+# What the runs a caller may see read (access.py's `visible_to`, filtered): the change topics
+# of the cached reads of them, besides the caller's own (api/cached_reads.py).
+RUN_TABLES = ("experiments", "runs")
 
 
 RUN_OUT_COLUMNS = [Run.__table__.c[name] for name in RunOut.model_fields]
 
 
 @router.get("", response_model=Page[RunRow])
+@cached_read(*RUN_TABLES, "epoch_metrics", PROGRESS)
 def list_runs(
     request: Request,
     db: DbSession,
@@ -90,7 +95,6 @@ def list_runs(
 
     # Whole pages are cached by the CachedReads middleware; the total is cached here too, per
     # filter, so that paging through one result set counts it once.
-    cache = request.app.state.read_cache
     matching = tuple(
         item for item in request.query_params.multi_items() if item[0] not in ("limit", "offset")
     )
@@ -98,7 +102,7 @@ def list_runs(
     def count() -> int:
         return db.scalar(filtered_runs(db, user, filters, func.count(Run.id))) or 0
 
-    total = cache.answer(db, ("runs.count", matching, user.id), count, VISIBLE_RUN_TABLES)
+    total = cached_part(request, db, ("runs.count", matching, user.id), count)
     # Sort and page narrow rows (ids), then join only the page's rows to what they show, in one
     # statement: the database never drags every run's JSON columns through the sort.
     page = filtered_runs(db, user, filters, Run.id).order_by(*order).limit(limit).offset(offset)
@@ -121,6 +125,7 @@ def columns(_user: CurrentUser) -> list[RunColumnOut]:
 
 
 @router.get("/compare", response_model=list[Comparison])
+@cached_read(*RUN_TABLES)
 def compare(runs: VisibleRuns, db: DbSession) -> list[Comparison]:
     """Speedup, energy ratio and accuracy change of each run against its baseline."""
     baseline_ids = {run.baseline_run_id for run in runs if run.baseline_run_id is not None}
@@ -149,6 +154,7 @@ def compare(runs: VisibleRuns, db: DbSession) -> list[Comparison]:
 
 
 @router.get("/groups", response_model=list[RunGroup])
+@cached_read(*RUN_TABLES)
 def groups(db: DbSession, user: CurrentUser, filters: Filters) -> list[RunGroup]:
     """Runs you can see, filtered, grouped by everything but the seed: per group the mean and
     95% Student-t interval over seeds of accuracy, accuracy delta to the same seed's baseline,
@@ -158,6 +164,7 @@ def groups(db: DbSession, user: CurrentUser, filters: Filters) -> list[RunGroup]
 
 
 @router.get("/pareto", response_model=list[ParetoPoint])
+@cached_read(*RUN_TABLES)
 def pareto(db: DbSession, user: CurrentUser, filters: Filters) -> list[ParetoPoint]:
     """Finished runs with their place on the speedup / accuracy-drop (/ energy) Pareto fronts."""
     baseline = aliased(Run)
@@ -236,6 +243,7 @@ def _visibly_incomplete(chunks: Iterator[str], format: str) -> Iterator[str]:
 
 
 @router.get("/export", response_class=StreamingResponse)
+@cached_read(*RUN_TABLES)
 def export(
     request: Request,
     db: DbSession,
@@ -298,6 +306,7 @@ def _group_key(by: str) -> Any:
 
 
 @router.get("/summary", response_model=list[GroupSummary])
+@cached_read(*RUN_TABLES)
 def summary(
     db: DbSession,
     user: CurrentUser,

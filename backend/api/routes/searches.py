@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, status
+from fastapi import APIRouter, Body, Path, Request, status
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
@@ -21,9 +21,12 @@ from backend.api.access import (
     MyAccelerator,
     VisibleExperiment,
     VisibleSearch,
+    VisibleSearchHeading,
     can_edit,
 )
+from backend.api.cached_reads import cached_read
 from backend.api.deps import CeleryDep, DbSession, SettingsDep
+from backend.api.read_cache import ReadCache
 from backend.api.schemas import RunOut
 from backend.api.search_answers import (
     FrontsOut,
@@ -104,10 +107,21 @@ def fronts(search: VisibleSearch) -> FrontsOut:
 
 
 @router.get("/searches/{search_id}/sample", response_model=SampleOut)
-def sample(search: VisibleSearch) -> SampleOut:
+@cached_read("experiments", "design_searches")
+def sample(search: VisibleSearchHeading, request: Request) -> Response:
     """Per technique, the bounded sample (and the front) of the designs evaluated so far,
-    columnar, with the designs' searched fields and each value's range."""
-    return sample_out(search)
+    columnar, with the designs' searched fields and each value's range; figures to seven
+    significant digits."""
+
+    def encoded() -> bytes:
+        return sample_out(search).model_dump_json().encode()
+
+    if search.status == "done":  # final: computed once per API process, not per write
+        cache: ReadCache = request.app.state.read_cache
+        body = cache.lasting(("search sample", search.id, search.finished_at), encoded)
+    else:
+        body = encoded()
+    return Response(body, media_type="application/json")
 
 
 @router.post("/searches/{search_id}/cancel", response_model=SearchOut)

@@ -73,8 +73,8 @@ function resultsTable(paper) {
 function verdictNote() {
   return el("p", { class: "muted verdict-note" },
     "± is the half-width of the 95% Student-t interval over seeds: it covers the seeds only, not the "
-    + "preset's assumptions. Verdict: reproduces when the speedup's interval lies above 1, its mean "
-    + "reaches half the paper's gain in log terms and the accuracy change's interval lies above −1 point; "
+    + "preset's assumptions. Verdict: reproduces when the speedup's interval lies above 1, its lower "
+    + "bound reaches half the paper's gain in log terms and the accuracy change's interval lies above −1 point; "
     + "no gain when the speedup's interval lies below 1.05; partial gain, loses accuracy or inconclusive "
     + "otherwise (hover a verdict for its reason). Energy is shown beside it and is not part of it. "
     + "Same array: against the run's baseline, its accelerator with the extensions off. Iso-area: against "

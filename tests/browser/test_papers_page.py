@@ -40,6 +40,8 @@ def test_papers_page_submits_a_miniature_and_shows_its_results(
     for headline in ("1.97x average speedup", "34% less energy", "2.2x energy efficiency"):
         assert headline in text
     assert page.locator(".no-runs").count() == 3
+    findings = page.locator("section[data-paper=adagp] .findings li")
+    assert findings.count() == 2 and "cosine gate" in findings.nth(0).inner_text()
     page.screenshot(path=str(screenshots / "papers-page.png"), full_page=True)
 
     mercury = page.locator("section[data-paper=mercury]")

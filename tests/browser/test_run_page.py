@@ -88,7 +88,7 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     assert notes.count() == len(switched)
     for layer in switched:
         note = page.locator(f"#reuse-switched-off li[data-layer='{layer}']").inner_text()
-        assert f"switched reuse off in {layer} after epoch 1" in note
+        assert f"switched reuse off in layer {layer} after epoch 1" in note
         assert "fell below min_hit_rate 100" in note and "pay for its signatures" in note
     page.screenshot(path=str(screenshots / "run-page.png"), full_page=True)
 

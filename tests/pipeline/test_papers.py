@@ -63,6 +63,11 @@ def test_papers_show_headlines_and_only_the_miniatures_results(
     assert "2.2x energy efficiency" in papers["sparsetrain"]["headline"]["text"]
     assert all(p["groups"] == [] and p["experiment_ids"] == [] for p in papers.values())
     assert papers["adagp"]["miniature"] == miniature_spec("adagp")
+    # What sets ADA-GP's GP fraction, and its predictors against the controls, said plainly.
+    gate, controls = papers["adagp"]["findings"]
+    assert "cosine gate, not accuracy" in gate
+    assert "direct, does not beat none" in controls and "oracle control" in controls
+    assert "benchmarks/adagp_controls.py" in controls
 
     miniature = api.post("/api/v1/experiments", json=papers["mercury"]["miniature"]).json()
     edited = {**miniature_spec("mercury"), "seeds": [0, 1]}

@@ -89,6 +89,12 @@ function miniatureLine(spec) {
     + `${spec.seeds.length} seeds, on ${spec.accelerators.join(", ")}.`;
 }
 
+/** What this installation measured about the technique beyond the verdict. */
+function findingsList(paper) {
+  return el("div", { class: "findings" }, el("h3", { text: "Measured here" }),
+    el("ul", {}, paper.findings.map((finding) => el("li", { text: finding }))));
+}
+
 /** Disabled while submitting and once submitted (a second click would run it all again);
  * enabled again only when the submission failed. */
 function submitButton(paper, status) {
@@ -123,6 +129,7 @@ function paperCard(paper) {
     el("h2", { text: paper.title }),
     el("p", { class: "headline" }, el("strong", { text: `${paper.venue}: ` }), paper.headline.text),
     el("p", { class: "muted", text: miniatureLine(paper.miniature) }),
+    paper.findings.length ? findingsList(paper) : null,
     paper.groups.length ? el("div", { class: "scroll" }, results) : results,
     paper.groups.length ? verdictNote() : null,
     experiments,

@@ -209,7 +209,7 @@ function switchOffNotes(run) {
     for (const [layer, figures] of Object.entries(epoch.per_layer || {})) {
       if (!Number.isFinite(figures.reuse_off_below)) continue;
       notes.push(el("li", { "data-layer": layer, "data-epoch": String(epoch.epoch) },
-        `MERCURY switched reuse off in ${layer} after epoch ${epoch.epoch}: its hit rate `
+        `MERCURY switched reuse off in layer ${layer} after epoch ${epoch.epoch}: its hit rate `
         + `${fmtPercent(figures.hit_rate ?? null)} fell below min_hit_rate `
         + `${fmtPercent(figures.reuse_off_below)}, too few hits to pay for its signatures and MCACHE `
         + "lookups. From then on it computes every row, and the run's hit rate and MAC-weighted reuse "

@@ -16,8 +16,9 @@ speedup and energy ratio (against the fastest and the lowest-energy dense design
 smaller area, backend/sim/iso_area.py) with the designs of the group's first run, and the verdict
 with its reason (backend/analysis/verdict.py, the papers page's too). Next to them, what the
 technique did, from the runs' per-epoch figures (mean over seeds), the figure each paper's entry
-names: ADA-GP's GP fraction (GP batches over all batches, warm-up included), MERCURY's
-last-epoch hit rate, SparseTrain's last-epoch backward density.
+names: ADA-GP's GP fraction (GP batches over all batches, warm-up included), MERCURY's hit rate
+over the training (every layer's rows, a layer whose reuse is off counting as zero), SparseTrain's
+last-epoch backward density.
 
     python benchmarks/paper_check.py [--full] [--only mercury adagp sparsetrain]
                                      [--url URL] [--reuse] [--data-dir DIR]

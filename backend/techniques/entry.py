@@ -65,6 +65,9 @@ class Paper:
     accuracy: str  # what the paper says of accuracy
     miniature: Path  # the miniature experiment's YAML file
     figure: str  # the key of the technique's figure that says what it did (the paper check's)
+    # What this installation measured about the technique beyond the verdict, each finding in
+    # plain words with the command that measured it; the papers page shows them.
+    findings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.browser
 SPEC = {
     "name": "run page",
     "training": TINY_TRAINING,
-    "techniques": [{"name": "mercury", "signature_bits": 8}],
+    # min_hit_rate 1: every reused layer misses some rows, so the rule switches each one off
+    "techniques": [{"name": "mercury", "signature_bits": 8, "min_hit_rate": 1.0}],
     "accelerators": ["edge"],
 }
 
@@ -76,6 +77,19 @@ def test_run_page_shows_a_real_run_and_links_its_baseline(
     page.wait_for_selector("#curves .main-svg")
     headers = page.locator("#layer-epoch-table thead").inner_text()
     assert "hit rate" in headers
+    # When and why MERCURY switched a layer's reuse off: served per layer, said on the page.
+    switched = {
+        layer: figures["hit_rate"]
+        for layer, figures in detail["epochs"][0]["per_layer"].items()
+        if figures.get("reuse_off_below") == 1.0
+    }
+    assert switched and all(rate < 1.0 for rate in switched.values())
+    notes = page.locator("#reuse-switched-off li")
+    assert notes.count() == len(switched)
+    for layer in switched:
+        note = page.locator(f"#reuse-switched-off li[data-layer='{layer}']").inner_text()
+        assert f"switched reuse off in layer {layer} after epoch 1" in note
+        assert "fell below min_hit_rate 100" in note and "pay for its signatures" in note
     page.screenshot(path=str(screenshots / "run-page.png"), full_page=True)
 
     # Tags and notes, saved from the page, kept, and found by the run table's search.

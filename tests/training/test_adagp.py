@@ -23,6 +23,7 @@ from backend.techniques.adagp.direct import (
 from backend.techniques.adagp.params import AdaGPParams
 from backend.techniques.adagp.predictors import FeedbackPredictor
 from backend.techniques.adagp.training import AdaGP
+from backend.techniques.baseline.params import BaselineParams
 from backend.techniques.mercury.params import MercuryParams
 from backend.techniques.sparsetrain.params import SparseTrainParams
 from backend.training import engine, run_training
@@ -549,3 +550,71 @@ def test_the_direct_predictor_emits_one_filter_per_output_channel(channel_input:
     rows = predictor(features, weight)
     assert rows.shape == (4, 3 * 3 * 3 + 1)
     assert torch.equal(rows, predictor(features, 2 * weight)) == (channel_input != "filter")
+
+
+ORACLE = PINNED.model_copy(update={"predictor": "oracle"})
+
+
+def test_an_oracle_gp_batch_steps_on_the_backprop_gradient_and_is_charged_as_gp(
+    monkeypatch: pytest.MonkeyPatch, backward_counts: Counter[str]
+) -> None:
+    """The `oracle` control: on each GP batch the backward ran and every layer's gradient is
+    left exactly as backprop gave it (no calibration), so on LeNet-5 (no BatchNorm) the training
+    is the baseline's, step for step; its workload is charged as the `none` control's at the
+    same schedule: no BWD-DATA or BWD-WEIGHT on its GP batches."""
+    technique = AdaGP(ORACLE)
+    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    before_step = technique.before_step
+    gp_batches: list[bool] = []
+
+    def checking(step: Step, backward_ran: bool, loss: float) -> None:
+        backprop = {n: s.weight.grad.clone() for n, s in technique.states.items()}
+        before_step(step, backward_ran, loss)
+        if technique.predicting:
+            assert backward_ran
+            for name, state in technique.states.items():
+                assert torch.equal(state.weight.grad, backprop[name])
+            gp_batches.append(True)
+
+    monkeypatch.setattr(technique, "before_step", checking)
+    oracle = run_training(CONFIG, [ORACLE])
+    assert len(gp_batches) == SECOND_EPOCH_GP
+    assert set(backward_counts.values()) == {2 * BATCHES}  # autograd ran on every batch
+    monkeypatch.undo()  # the next trainings build their own techniques
+    baseline = run_training(CONFIG, [BaselineParams()])
+    for ours, theirs in zip(oracle.epochs, baseline.epochs, strict=True):
+        assert (ours.train_loss, ours.test_accuracy) == (theirs.train_loss, theirs.test_accuracy)
+    assert oracle.epochs[-1].figures["gp_fraction"] == SECOND_EPOCH_GP / BATCHES
+
+    none = run_training(CONFIG, [PINNED.model_copy(update={"predictor": "none"})])
+    charged = {key: op.executions for key, op in _ops(oracle).items()}
+    assert charged == {key: op.executions for key, op in _ops(none).items()}
+    bp = 2 * BATCHES - SECOND_EPOCH_GP
+    assert charged[("fc1", TrainingPass.BWD_DATA, "compute")] == bp
+    assert charged[("conv1", TrainingPass.BWD_WEIGHT, "compute")] == bp
+    updates = _ops(oracle)[("fc1", TrainingPass.FWD, "compute")].extra_ops["weight_updates"]
+    assert updates == _ops(none)[("fc1", TrainingPass.FWD, "compute")].extra_ops["weight_updates"]
+
+
+def test_an_oracle_gp_batch_leaves_batchnorm_without_a_gradient(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As on every GP batch, only the conv/linear layers are predicted: BatchNorm's scale and
+    shift get no gradient (the optimiser skips them), though the oracle's backward computed one."""
+    config = CONFIG.model_copy(update={"model": "resnet8", "width": 4, "train_samples": 256})
+    technique = AdaGP(ORACLE)
+    monkeypatch.setattr(engine, "build_techniques", lambda _params: [technique])
+    before_step = technique.before_step
+    seen: list[tuple[bool, bool]] = []
+
+    def checking(step: Step, backward_ran: bool, loss: float) -> None:
+        before_step(step, backward_ran, loss)
+        layers = all(s.weight.grad is not None for s in technique.states.values())
+        others = all(p.grad is None for p in technique.unpredicted)
+        seen.append((technique.predicting, layers and others))
+
+    monkeypatch.setattr(technique, "before_step", checking)
+    run_training(config, [ORACLE])
+    assert technique.unpredicted  # the BatchNorms' scales and shifts
+    assert any(gp for gp, _ in seen) and all(ok for gp, ok in seen if gp)
+    assert not any(ok for gp, ok in seen if not gp)  # BP batches: BatchNorm has its gradient

@@ -184,8 +184,8 @@ def test_mac_weighted_reuse_by_hand() -> None:
     for index, backward in enumerate((True, False)):
         step = Step(0, index, index)
         mercury.start_batch(step)
-        assert mercury.reuse_map(fc, rows).hits == 3
-        assert mercury.reuse_map(conv, windows).hits == 3
+        assert _forward(mercury, fc, rows) == 3
+        assert _forward(mercury, conv, windows) == 3
         mercury.before_step(step, backward, 1.0)
     figures = mercury.epoch_figures()
     # fc: FWD 2 x 6 rows, 6 hit; BWD-WEIGHT (first batch only) 6 positions, 3 folded.
@@ -198,6 +198,57 @@ def test_mac_weighted_reuse_by_hand() -> None:
     assert figures.scalars["hit_rate"] == pytest.approx(12 / 20)  # rows-weighted
     assert "reuse_macs" in {figure.key for figure in MERCURY_ENTRY.figures}
     assert mercury.epoch_figures().scalars["reuse_macs"] == 0.0  # counts restart each epoch
+
+
+def _forward(mercury: Mercury, layer: GemmLayer, x: Tensor) -> int:
+    """What a GemmLayer's forward asks of MERCURY: the reuse map, then the output; the hits."""
+    reuse = mercury.reuse_map(layer, x)
+    mercury.after_forward(layer, x, layer.inner(x))
+    return reuse.hits if reuse is not None else 0
+
+
+def test_a_switched_off_layer_counts_as_zero_reuse_by_hand() -> None:
+    """The fc layer's rows a a b a c b hit 3 of 6 (0.5), the conv's four identical windows 3 of
+    4 (0.75). With min_hit_rate 0.6 the rule switches fc off after epoch 1: its figures say so
+    there, and in epoch 2 its rows and MACs count with no hit, so the rates fall rather than
+    rise to the conv's alone."""
+    fc = GemmLayer("fc", torch.nn.Linear(4, 3))  # 12 MACs per row
+    conv = GemmLayer("conv", torch.nn.Conv2d(2, 3, 1))  # 6 MACs per window
+    params = MercuryParams(
+        signature_bits=64, max_bits=64, centre_inputs=False, cache="unbounded", min_hit_rate=0.6
+    )
+    mercury = Mercury(params)
+    mercury.setup(torch.nn.Sequential(fc, conv), [fc, conv], seed=0)
+    a, b, c = [1.0, 0.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]
+    rows = torch.tensor([a, a, b, a, c, b])
+    windows = torch.tensor([1.0, 2.0]).reshape(1, 2, 1, 1).expand(1, 2, 2, 2).contiguous()
+    epochs = []
+    for epoch in range(2):
+        step = Step(epoch, 0, epoch)
+        mercury.start_batch(step)
+        fc_hits, conv_hits = _forward(mercury, fc, rows), _forward(mercury, conv, windows)
+        mercury.before_step(step, True, 1.0)
+        mercury.end_epoch(epoch, 1.0)
+        epochs.append((fc_hits, conv_hits, mercury.epoch_figures()))
+    (fc_hits, conv_hits, first), (fc_off, conv_on, second) = epochs
+    assert (fc_hits, conv_hits, fc_off, conv_on) == (3, 3, 0, 3)
+    # epoch 1: both reuse; fc's 0.5 is below 0.6, so the rule switched it off at the epoch's end
+    assert first.per_layer["fc"]["hit_rate"] == 0.5
+    assert first.per_layer["fc"]["reuse_off_below"] == 0.6
+    assert "reuse_off_below" not in first.per_layer["conv"]
+    assert first.scalars["hit_rate"] == pytest.approx(6 / 10)
+    # FWD and BWD-WEIGHT each: fc 6 rows, 3 reused, 12 MACs a row; conv 4 windows, 3, 6 MACs
+    macs = 2 * 6 * 12 + 2 * 4 * 6  # 192
+    assert first.scalars["reuse_macs"] == pytest.approx((2 * 3 * 12 + 2 * 3 * 6) / macs)
+    # epoch 2: fc is off (no hit rate of its own, no new switch-off), and counts as zero
+    assert second.per_layer["fc"] == {"reuse_on": 0.0}
+    assert second.per_layer["conv"]["hit_rate"] == 0.75
+    assert second.scalars["hit_rate"] == pytest.approx(3 / 10)  # not the conv's 0.75
+    assert second.scalars["reuse_macs"] == pytest.approx(2 * 3 * 6 / macs)  # conv alone: 0.75
+    # the training's figure: the mean over its equal epochs, the share over the whole training
+    hit_rate = next(f for f in MERCURY_ENTRY.figures if f.key == "hit_rate")
+    over_training = hit_rate.of_training([first.scalars["hit_rate"], second.scalars["hit_rate"]])
+    assert over_training == pytest.approx((6 + 3) / 20)
 
 
 DIGITS = TrainingConfig(model="lenet5", dataset="digits", epochs=20, batch_size=32)
@@ -231,6 +282,8 @@ def test_training_reports_hit_rates_and_annotates_the_workload() -> None:
     assert classifier["reuse_on"] == 0.0 and "hit_rate" not in classifier
     low = {name for name, v in first.per_layer.items() if v.get("hit_rate", 1) < 0.9}
     assert low  # with 8 bits on digits, some layers reuse less than 90% of their rows
+    switched = {name for name, v in first.per_layer.items() if "reuse_off_below" in v}
+    assert switched == low and all(first.per_layer[n]["reuse_off_below"] == 0.9 for n in low)
     for name, figures in second.per_layer.items():
         if "reuse_on" in figures:
             assert figures["reuse_on"] == (0.0 if name in low or name == "fc3" else 1.0)

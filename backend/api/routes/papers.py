@@ -48,6 +48,10 @@ class PaperOut(BaseModel):
     venue: str
     headline: HeadlineOut
     miniature: dict[str, Any] = Field(description="the miniature's spec, as submitted")
+    findings: list[str] = Field(
+        description="what this installation measured about the technique beyond the verdict, "
+        "each with the command that measured it"
+    )
     experiment_ids: list[int] = Field(description="your visible experiments of this miniature")
     groups: list[PaperGroup] = Field(
         description="the technique's seed groups over those experiments, one per accelerator "
@@ -119,6 +123,7 @@ def papers(db: DbSession, user: CurrentUser) -> list[PaperOut]:
                     accuracy=paper.accuracy,
                 ),
                 miniature=spec,
+                findings=list(paper.findings),
                 experiment_ids=ids,
                 groups=[_judged(g, paper.speedup) for g in _technique_groups(db, user, ids)],
             )

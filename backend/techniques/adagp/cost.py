@@ -31,6 +31,10 @@
   the activations a training keeps for backward; a GP batch's saving appears only as the
   skipped backward GEMMs' operand traffic (they read x and dy), not as avoided activation writes
   in FWD (FWD writes its output for the next layer either way).
+- `oracle` (a control): its GP batches ran a backward pass for their true gradients, which the
+  recorder counted; it is taken back out (`gp` executions of every BWD-DATA and BWD-WEIGHT
+  compute GEMM), so the oracle is charged exactly as the `none` control: a free, perfect
+  predictor;
 - every predictor: the reference on every BP batch is three dot products over the layer's
   weights (a predictor-unit GEMM m=1, k=weights, n=3) plus a copy of the true gradient kept
   for the next one (`result_copies`); the predicted cosine two more (n=2) on the measured
@@ -83,6 +87,8 @@ def annotate_workload(
     """Charge the training's `gp` GP and `bp` BP batches (`feedback` predictors trained on
     `predictor_trainings` of the BP batches, `direct` ones on `direct_trainings`) on `ops`; see
     the module docstring."""
+    if predictor == "oracle":
+        _uncharge_backward(ops, gp)
     for name, state in states.items():
         size = state.weight.numel()
         weights = size + (state.bias.numel() if state.bias is not None else 0)
@@ -201,6 +207,15 @@ def _annotate_feedback(
         weight.density_a = (true_runs * weight.density_a + gp) / (true_runs + gp)
         weight.a_row_nnz = None
         weight.executions = true_runs + gp
+
+
+def _uncharge_backward(ops: WorkloadOps, gp: int) -> None:
+    """The `oracle`'s GP batches as GP batches: the backward passes they ran for their true
+    gradients are not charged."""
+    for op in ops.ops:
+        if op.role == "compute" and op.pass_ in (TrainingPass.BWD_DATA, TrainingPass.BWD_WEIGHT):
+            assert op.executions >= gp, f"{op.layer} {op.pass_}: fewer backward passes than GP"
+            op.executions -= gp
 
 
 def _overhead(layer: str, pass_: TrainingPass, shape: tuple[int, int, int], runs: int) -> GemmOp:

@@ -34,13 +34,15 @@ class AdaGPParams(Spec):
     """
 
     name: Literal["adagp"] = "adagp"
-    predictor: Literal["feedback", "direct", "history", "none"] = Field(
+    predictor: Literal["feedback", "direct", "history", "none", "oracle"] = Field(
         "direct",
         description="'feedback': per-sample output gradient predicted from the output error "
         "(labels) and the layer's output, dW formed on the array; 'direct': the paper's design, "
         "a small network per layer maps pooled statistics of each output channel to that "
         "channel's weight gradient (no backward, no dW GEMM on GP batches); 'history': running "
-        "mean of true gradients (refreshed on BP batches); 'none': zero (a control)",
+        "mean of true gradients (refreshed on BP batches); 'none': zero (a control, the floor "
+        "a predictor must beat); 'oracle': the true gradient, computed by a backward pass the "
+        "workload does not charge (a control, the ceiling: a perfect, free predictor)",
     )
     warmup_epochs: int = Field(1, ge=0, le=100, description="epochs of backprop only")
     plateau_improvement: float = Field(

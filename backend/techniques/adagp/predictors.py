@@ -41,7 +41,14 @@
   negative (-0.05 to -0.13 on LeNet-5/MNIST): the optimiser's momentum has already followed the
   mean, the next gradient pushes back, so the adaptive rule (schedule.py) keeps it off.
 - `none`: a control; GP batches predict zero (the optimiser's momentum still moves weights), to
-  tell what a predictor adds over merely skipping batches.
+  tell what a predictor adds over merely skipping batches: the floor a predictor must beat.
+- `oracle`: a control; a GP batch runs the ordinary backward pass and steps on the exact true
+  gradient of every conv/linear layer, uncalibrated, while the workload charges it as a GP
+  batch (cost.py takes its backward passes back out): a perfect predictor that costs nothing,
+  the ceiling a predictor can reach at the same schedule. As on any GP batch the other
+  parameters (BatchNorm's scale and shift) get no gradient, so on a model without them the
+  oracle trains exactly as the baseline does. Composed with another technique, that technique
+  sees a backward pass on the oracle's GP batches.
 
 Each prediction is rescaled before it is applied (calibration.py).
 """

@@ -1,13 +1,14 @@
 """ADA-GP: alternate backpropagated (BP) and predicted (GP) gradients, adaptively.
 
-A GP batch runs the forward pass only: no autograd graph, no BWD-DATA, no backward through the
-network; each conv/linear layer's weight (and bias) gradient comes from its predictor and the
-optimiser steps on it. `direct` (direct.py, the paper's design) forms the prediction in the
-layer's forward hook, as soon as the output exists, from pooled statistics of that output only,
-and sets the layer's `.grad` there (the optimiser's step after the forward applies it: the
-layer's weights are not used again in the batch, so this equals updating them at once); it
-keeps no activation, only the pooled statistics. A BP batch is ordinary backprop; its true
-gradients train (or refresh) the predictors and measure how good their predictions are.
+A GP batch runs the forward pass only (but the `oracle` control's, predictors.py): no autograd
+graph, no BWD-DATA, no backward through the network; each conv/linear layer's weight (and bias)
+gradient comes from its predictor and the optimiser steps on it. `direct` (direct.py, the
+paper's design) forms the prediction in the layer's forward hook, as soon as the output exists,
+from pooled statistics of that output only, and sets the layer's `.grad` there (the optimiser's
+step after the forward applies it: the layer's weights are not used again in the batch, so this
+equals updating them at once); it keeps no activation, only the pooled statistics. A BP batch
+is ordinary backprop; its true gradients train (or refresh) the predictors and measure how good
+their predictions are.
 
 The hook wires the parts: the predictors (predictors.py), the measurement of their cosines and
 the calibrated step (calibration.py), the adaptive BP/GP rule (schedule.py), the per-layer state
@@ -76,10 +77,13 @@ class AdaGP(Technique):
         self.total = BatchCounts()
         self.feedback_training = FeedbackTraining(params.predictor_lr)
         self.direct_training = DirectTraining(params.predictor_lr)
+        self.unpredicted: list[nn.Parameter] = []  # no GEMM layer's: no gradient on GP batches
 
     # -- setup and schedule --------------------------------------------------------------------
     def setup(self, model: nn.Module, layers: list[GemmLayer], seed: int) -> None:
         self.states = {layer.name: LayerState(layer) for layer in layers}
+        predicted = {id(p) for layer in layers for p in layer.inner.parameters()}
+        self.unpredicted = [p for p in model.parameters() if id(p) not in predicted]
         if self.params.predictor == "direct":
             torch.manual_seed(seed)  # the predictors' initial hidden layers
             for state in self.states.values():
@@ -106,7 +110,8 @@ class AdaGP(Technique):
         self.predicting = self.schedule.next_is_gp(step.epoch)
 
     def runs_backward(self, step: Step) -> bool:
-        return not self.predicting
+        """No backward on GP batches, but the `oracle` control's (its true gradient)."""
+        return not self.predicting or self.params.predictor == "oracle"
 
     def end_epoch(self, epoch: int, validation_loss: float) -> None:
         batches = self.epoch.bp + self.epoch.gp
@@ -152,7 +157,7 @@ class AdaGP(Technique):
     # -- the step ------------------------------------------------------------------------------
     def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
         self.epoch.loss_sum += loss
-        if not backward_ran:
+        if self.predicting:
             self._predict()
             self.epoch.gp += 1
             self.total.gp += 1
@@ -197,6 +202,9 @@ class AdaGP(Technique):
                     bias.grad = formed[name].bias_grad(bias.dtype) * factor
             elif predictor == "none":
                 state.weight.grad = torch.zeros_like(state.weight)
+        if predictor == "oracle":  # the backward ran: keep the layers' true gradients only
+            for parameter in self.unpredicted:
+                parameter.grad = None
 
     def _learn(self) -> float | None:
         """BP batch: measure the reference (every BP batch) and, on every `cosine_every`-th BP
@@ -270,6 +278,8 @@ class AdaGP(Technique):
             return formed.weight_grad if trained else None
         if predictor == "none":
             return torch.zeros_like(state.weight)
+        if predictor == "oracle":
+            return state.weight.grad
         return None
 
     def _refresh_history(self, state: LayerState) -> None:

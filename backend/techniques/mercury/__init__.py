@@ -40,16 +40,21 @@ TECHNIQUE = TechniqueEntry(
         Figure(
             "hit_rate",
             "hit rate",
-            "FWD rows whose output was copied from a cached owner / rows looked up (per layer: "
-            "that layer's; the epoch's: over the layers reuse was on in)",
+            "FWD rows whose output was copied from a cached owner / FWD rows (per layer: that "
+            "layer's, while its reuse is on; the epoch's: over every layer, a layer whose reuse "
+            "is off, switched off or excluded, counting as zero; a training's: over all its "
+            "epochs)",
+            over_training="mean",
         ),
         Figure(
             "reuse_macs",
             "MAC-weighted reuse",
-            "share of the FWD and BWD-WEIGHT MACs of the layers reuse was on in that reuse "
-            "skipped: FWD hit rows and BWD-WEIGHT folded positions, each worth its layer's MACs "
-            "per row (per layer: that layer's; the epoch's: over those layers). BWD-DATA, which "
-            "reuse leaves dense, is not in the denominator",
+            "share of the FWD and BWD-WEIGHT MACs that reuse skipped: FWD hit rows and "
+            "BWD-WEIGHT folded positions, each worth its layer's MACs per row (per layer: that "
+            "layer's, while its reuse is on; the epoch's: over every layer, a layer whose reuse "
+            "is off counting as zero; a training's: over all its epochs). BWD-DATA, which reuse "
+            "leaves dense, is not in the denominator",
+            over_training="mean",
         ),
     ),
     paper=Paper(

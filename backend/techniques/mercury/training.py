@@ -6,11 +6,21 @@ folds each hit group onto its owner's input (layers.py), BWD-DATA stays dense. A
 the adaptive rule may lengthen signatures (validation loss stalled) and switch off layers whose
 hit rate fell below `min_hit_rate`.
 
-Figures per epoch, per layer and over the layers reuse was on in: `hit_rate`, the share of FWD
-rows that hit (weighted by rows: the first layer's many cheap background windows dominate it),
-and `reuse_macs`, the share of those layers' FWD and BWD-WEIGHT MACs that reuse skipped (a FWD
-hit row skips the layer's MACs per row, d x outputs; a folded BWD-WEIGHT position skips as many;
-BWD-DATA stays dense and is left out). A batch's BWD-WEIGHT counts only when its backward ran.
+Figures per epoch, per layer and over every layer: `hit_rate`, the share of FWD rows that hit
+(weighted by rows: the first layer's many cheap background windows dominate it), and
+`reuse_macs`, the share of the FWD and BWD-WEIGHT MACs that reuse skipped (a FWD hit row skips
+the layer's MACs per row, d x outputs; a folded BWD-WEIGHT position skips as many; BWD-DATA stays
+dense and is left out). A batch's BWD-WEIGHT counts only when its backward ran. Per layer, the
+figures are that layer's while its reuse is on (`reuse_on` says whether it was). The epoch's
+figures count every layer, and a layer whose reuse is off (switched off by the adaptive rule,
+or excluded) as reusing nothing: its rows and MACs are in the denominator with no hit, so the
+rates do not rise when a layer switches off. Every epoch trains on as many batches, so the
+training's figure, the mean over epochs, is the share over the whole training (exactly so while
+every batch runs its backward).
+
+The adaptive rule's switch-off is recorded where it is decided: in the epoch at whose end a
+layer's hit rate fell below `min_hit_rate`, that layer's figures carry `reuse_off_below`, the
+threshold it fell below (its hit rate is beside it); from the next epoch on it is not reused.
 
 The classifier (the layer producing the logits, found by its role: layers.mark_classifier) is
 not reused unless `reuse_classifier` is on: there a hit copies another image's logits, its
@@ -56,8 +66,10 @@ class _LayerState:
     projection: RandomProjection
     row_macs: int  # MACs of one row of the FWD GEMM (d x outputs), and of one BWD-WEIGHT position
     reusing: bool = True
-    epoch_rows: int = 0
+    epoch_rows: int = 0  # FWD rows of this epoch, reused or not
+    epoch_looked_up: int = 0  # of those, rows signed and looked up (reuse on)
     epoch_hits: int = 0
+    switched_off: bool = False  # at the end of this epoch, by the adaptive rule
     epoch_weight_rows: int = 0  # rows of this epoch's batches whose BWD-WEIGHT ran
     epoch_folded: int = 0  # hits those batches' BWD-WEIGHT folded
     fwd_hits: int = 0  # over the training
@@ -103,13 +115,23 @@ class Mercury(Technique):
             torch.from_numpy(owners(signatures, self.cache)), self.params.backward_reuse
         )
         hits = reuse.hits
-        state.epoch_rows += len(signatures)
+        state.epoch_looked_up += len(signatures)
         state.epoch_hits += hits
         state.fwd_hits += hits
         state.signature_batches[self.bits] += 1
         self._batch_hits[layer.name] = hits
-        self._batch_rows[layer.name] = len(signatures)
         return reuse
+
+    def after_forward(self, layer: GemmLayer, x: Tensor, y: Tensor) -> None:
+        """Count the layer's FWD rows (an output position of a conv, a row of a linear layer's
+        output), whether reuse is on in it or not."""
+        state = self.layers.get(layer.name)
+        if state is None:
+            return
+        channels = y.shape[1] if layer.is_conv else y.shape[-1]
+        rows = y.numel() // channels
+        state.epoch_rows += rows
+        self._batch_rows[layer.name] = rows
 
     def before_step(self, step: Step, backward_ran: bool, loss: float) -> None:
         if not backward_ran:
@@ -125,9 +147,10 @@ class Mercury(Technique):
         if not self.params.adaptive:
             return
         for state in self.layers.values():
-            rows = state.epoch_rows
+            rows = state.epoch_looked_up
             if state.reusing and rows and state.epoch_hits / rows < self.params.min_hit_rate:
                 state.reusing = False
+                state.switched_off = True
         previous = self.previous_loss
         stalled = (
             previous is not None
@@ -142,19 +165,22 @@ class Mercury(Technique):
         per_layer: dict[str, dict[str, float]] = {}
         rows = hits = macs = skipped = 0
         for name, state in self.layers.items():
-            per_layer[name] = {"reuse_on": float(state.epoch_rows > 0)}
+            figures = per_layer[name] = {"reuse_on": float(state.epoch_looked_up > 0)}
             layer_macs = (state.epoch_rows + state.epoch_weight_rows) * state.row_macs
             layer_skipped = (state.epoch_hits + state.epoch_folded) * state.row_macs
-            if state.epoch_rows:
-                per_layer[name]["hit_rate"] = state.epoch_hits / state.epoch_rows
-                per_layer[name]["reuse_macs"] = layer_skipped / layer_macs
-                per_layer[name]["signature_bits"] = float(self._bits_this_epoch)
+            if state.epoch_looked_up:
+                figures["hit_rate"] = state.epoch_hits / state.epoch_looked_up
+                figures["reuse_macs"] = layer_skipped / layer_macs if layer_macs else 0.0
+                figures["signature_bits"] = float(self._bits_this_epoch)
+            if state.switched_off:
+                figures["reuse_off_below"] = self.params.min_hit_rate
             rows += state.epoch_rows
             hits += state.epoch_hits
             macs += layer_macs
             skipped += layer_skipped
-            state.epoch_rows = state.epoch_hits = 0
+            state.epoch_rows = state.epoch_looked_up = state.epoch_hits = 0
             state.epoch_weight_rows = state.epoch_folded = 0
+            state.switched_off = False
         return EpochFigures(
             {
                 "hit_rate": hits / rows if rows else 0.0,

@@ -73,8 +73,8 @@ function resultsTable(paper) {
 function verdictNote() {
   return el("p", { class: "muted verdict-note" },
     "± is the half-width of the 95% Student-t interval over seeds: it covers the seeds only, not the "
-    + "preset's assumptions. Verdict: reproduces when the speedup's interval lies above 1, its mean "
-    + "reaches half the paper's gain in log terms and the accuracy change's interval lies above −1 point; "
+    + "preset's assumptions. Verdict: reproduces when the speedup's interval lies above 1, its lower "
+    + "bound reaches half the paper's gain in log terms and the accuracy change's interval lies above −1 point; "
     + "no gain when the speedup's interval lies below 1.05; partial gain, loses accuracy or inconclusive "
     + "otherwise (hover a verdict for its reason). Energy is shown beside it and is not part of it. "
     + "Same array: against the run's baseline, its accelerator with the extensions off. Iso-area: against "
@@ -87,6 +87,12 @@ function miniatureLine(spec) {
   const t = spec.training;
   return `Miniature: ${t.model} on ${t.dataset} (${t.train_samples.toLocaleString("en-US")} images, ${t.epochs} epochs), `
     + `${spec.seeds.length} seeds, on ${spec.accelerators.join(", ")}.`;
+}
+
+/** What this installation measured about the technique beyond the verdict. */
+function findingsList(paper) {
+  return el("div", { class: "findings" }, el("h3", { text: "Measured here" }),
+    el("ul", {}, paper.findings.map((finding) => el("li", { text: finding }))));
 }
 
 /** Disabled while submitting and once submitted (a second click would run it all again);
@@ -123,6 +129,7 @@ function paperCard(paper) {
     el("h2", { text: paper.title }),
     el("p", { class: "headline" }, el("strong", { text: `${paper.venue}: ` }), paper.headline.text),
     el("p", { class: "muted", text: miniatureLine(paper.miniature) }),
+    paper.findings.length ? findingsList(paper) : null,
     paper.groups.length ? el("div", { class: "scroll" }, results) : results,
     paper.groups.length ? verdictNote() : null,
     experiments,

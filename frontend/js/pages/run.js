@@ -211,10 +211,30 @@ function columnLabel(key) {
   return epochFigures().find((figure) => figure.key === key)?.label ?? key.replaceAll("_", " ");
 }
 
+/** When and why a layer's reuse was switched off: MERCURY's adaptive rule records, in the
+ * epoch at whose end it decided, the threshold the layer's hit rate fell below. */
+function switchOffNotes(run) {
+  const notes = [];
+  for (const epoch of run.epochs) {
+    for (const [layer, figures] of Object.entries(epoch.per_layer || {})) {
+      if (!Number.isFinite(figures.reuse_off_below)) continue;
+      notes.push(el("li", { "data-layer": layer, "data-epoch": String(epoch.epoch) },
+        `MERCURY switched reuse off in layer ${layer} after epoch ${epoch.epoch}: its hit rate `
+        + `${fmtPercent(figures.hit_rate ?? null)} fell below min_hit_rate `
+        + `${fmtPercent(figures.reuse_off_below)}, too few hits to pay for its signatures and MCACHE `
+        + "lookups. From then on it computes every row, and the run's hit rate and MAC-weighted reuse "
+        + "count it as reusing nothing."));
+    }
+  }
+  return notes.length ? el("ul", { id: "reuse-switched-off" }, notes) : null;
+}
+
 /** The per-layer figures the training recorded each epoch (hit rates, densities, cosines). */
 function renderLayerEpochs(run) {
   const box = document.getElementById("layer-epochs");
   box.replaceChildren();
+  const notes = switchOffNotes(run);
+  if (notes) box.append(notes);
   const keys = new Set();
   for (const epoch of run.epochs) for (const figures of Object.values(epoch.per_layer || {})) for (const key of Object.keys(figures)) keys.add(key);
   if (!keys.size) {

@@ -120,16 +120,11 @@ def test_the_next_training_sent_is_the_other_users(
     broker.close()
 
 
-def test_with_a_real_worker_bobs_training_runs_before_alices_queue_drains(
-    postgres_url: str, redis_db_url: str, tmp_path: Path
-) -> None:
-    """A worker of concurrency 1 on Redis: alice's six trainings were accepted first, bob's
-    one is trained third, not seventh as first-in-first-out would have it."""
-    settings = fair_settings(postgres_url, redis_db_url, tmp_path)
-    alice, bob = make_person(settings, "alice"), make_person(settings, "bob")
-    with TestClient(create_app(settings), base_url=BASE_URL) as client:
-        submit(client, alice, many("alice's", 6))
-        submit(client, bob, many("bob's", 1))
+def start_fair_worker(
+    settings: Settings, redis_db_url: str, tmp_path: Path
+) -> tuple[subprocess.Popen, Path]:
+    """A real worker of concurrency 1 on these settings' database and Redis, dispatching at
+    most AHEAD ahead; its output goes to the returned log file."""
     log = tmp_path / "worker.log"
     env = orrery_env(
         ORRERY_DATA_DIR=str(tmp_path),
@@ -143,6 +138,20 @@ def test_with_a_real_worker_bobs_training_runs_before_alices_queue_drains(
         worker = subprocess.Popen(
             [*command, "--without-gossip"], cwd=tmp_path, env=env, stdout=out, stderr=out
         )
+    return worker, log
+
+
+def test_with_a_real_worker_bobs_training_runs_before_alices_queue_drains(
+    postgres_url: str, redis_db_url: str, tmp_path: Path
+) -> None:
+    """A worker of concurrency 1 on Redis: alice's six trainings were accepted first, bob's
+    one is trained third, not seventh as first-in-first-out would have it."""
+    settings = fair_settings(postgres_url, redis_db_url, tmp_path)
+    alice, bob = make_person(settings, "alice"), make_person(settings, "bob")
+    with TestClient(create_app(settings), base_url=BASE_URL) as client:
+        submit(client, alice, many("alice's", 6))
+        submit(client, bob, many("bob's", 1))
+    worker, log = start_fair_worker(settings, redis_db_url, tmp_path)
     try:
         poll(
             lambda: {t.status for t in trainings_of(settings, bob)} == {"done"},
@@ -263,19 +272,7 @@ def test_with_a_real_worker_bobs_training_starts_within_one_chunk_of_alices_sear
         assert sum(c.sent_at is not None for c in chunks_of(settings, alice)) == AHEAD
         [bobs] = trainings_of(settings, bob)
         assert bobs.sent_at is None
-    log = tmp_path / "worker.log"
-    env = orrery_env(
-        ORRERY_DATA_DIR=str(tmp_path),
-        ORRERY_DATABASE_URL=settings.effective_database_url,
-        ORRERY_BROKER_URL=redis_db_url,
-        ORRERY_RESULT_BACKEND=redis_db_url,
-        ORRERY_DISPATCH_AHEAD=str(AHEAD),
-    )
-    command = [*worker_command(concurrency=1, loglevel="INFO"), "--without-mingle"]
-    with log.open("wb") as out:
-        worker = subprocess.Popen(
-            [*command, "--without-gossip"], cwd=tmp_path, env=env, stdout=out, stderr=out
-        )
+    worker, log = start_fair_worker(settings, redis_db_url, tmp_path)
     try:
         poll(
             lambda: {t.status for t in trainings_of(settings, bob)} == {"done"},

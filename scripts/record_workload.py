@@ -16,82 +16,16 @@ wall times and the provenance's date are not.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import platform
-import subprocess
-from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from backend.sim.recorded import SUFFIX, RecordedWorkload, read_recorded, write_recorded
-from backend.specs.recipes import resolve_recipe
+from backend.sim.recorded import SUFFIX, read_recorded, write_recorded
 from backend.specs.techniques import parse_techniques
 from backend.specs.training import TrainingConfig
-from backend.training import TrainingResult, run_training
+from backend.training.recording import REPOSITORY, record_training
 
-REPOSITORY = Path(__file__).resolve().parents[1]
 EXAMPLE = REPOSITORY / "examples" / "workloads" / f"lenet5-digits-baseline{SUFFIX}"
-PACKAGES = ("orrery", "torch", "numpy")
-
-
-def git_commit() -> tuple[str | None, bool]:
-    """This checkout's commit and whether it has uncommitted changes (None outside git)."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=REPOSITORY, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked=no"))
-    except (OSError, subprocess.CalledProcessError):
-        return None, False
-
-
-def cpu_model() -> str:
-    """The CPU's model name as the kernel reports it (the platform's guess elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def provenance(result: TrainingResult) -> dict[str, Any]:
-    commit, dirty = git_commit()
-    environment = result.environment
-    return {
-        "commit": commit,
-        "dirty": dirty,
-        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "packages": {name: importlib.metadata.version(name) for name in PACKAGES},
-        "machine": {
-            "cpu": cpu_model(),
-            "threads": environment["intra_op_threads"],
-            "cpu_capability": environment["cpu_capability"],
-            "architecture": environment["machine"],
-        },
-    }
-
-
-def record(config: TrainingConfig, technique: str) -> RecordedWorkload:
-    config = resolve_recipe(config)
-    techniques = parse_techniques([{"name": technique}])
-    result = run_training(config, techniques)
-    return RecordedWorkload(
-        workload=result.workload,
-        training={
-            "config": config.model_dump(mode="json"),
-            "techniques": [t.model_dump(mode="json") for t in techniques],
-        },
-        epochs=[asdict(epoch) for epoch in result.epochs],
-        provenance=provenance(result),
-    )
 
 
 def main() -> None:
@@ -109,7 +43,7 @@ def main() -> None:
     config = TrainingConfig(
         model=args.model, dataset=args.dataset, seed=args.seed, epochs=args.epochs
     )
-    recorded = record(config, args.technique)
+    recorded = record_training(config, parse_techniques([{"name": args.technique}]))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     write_recorded(recorded, args.output)
     read_recorded(args.output)  # what was written reads back
